@@ -1,0 +1,427 @@
+//! Engine configuration (`routines.yaml`, SPEC §3).
+//!
+//! The serde structs here *are* the settings the rest of the engine reads:
+//! strict (`deny_unknown_fields`), each default written next to its field.
+//! [`load`] finds the file, parses it through [`crate::yaml`] (every problem
+//! at once, with locations), checks values that serde cannot (time zones,
+//! URLs, ranges), applies environment overrides and resolves relative paths
+//! against the config file's folder.
+
+mod duration;
+mod load;
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub use duration::{Duration, DurationError};
+pub use load::{Config, ConfigError, Env, ProcessEnv, ProviderConfig, Secret, discover, from_str, load};
+
+/// Reply language and tool-result labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Language {
+    #[default]
+    En,
+    Zh,
+}
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Autonomy {
+    /// Only tools that change nothing.
+    ReadOnly,
+    /// Mutating tools need approval (a person in chat, the routine's lists unattended).
+    #[default]
+    Supervised,
+    /// Everything within the allowlists runs.
+    Full,
+}
+
+impl Autonomy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Autonomy::ReadOnly => "read_only",
+            Autonomy::Supervised => "supervised",
+            Autonomy::Full => "full",
+        }
+    }
+}
+
+/// How tool calls travel between the engine and the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallMode {
+    /// The API's `tools` / `tool_calls` fields.
+    #[default]
+    Native,
+    /// Tools described in the prompt; calls parsed from JSON in the reply text.
+    Json,
+}
+
+/// The file as written. Paths are still relative here.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// IANA zone, the default of every routine. Default UTC.
+    pub timezone: Option<String>,
+    #[serde(default)]
+    pub language: Language,
+    pub data_dir: Option<PathBuf>,
+    pub routines_dir: Option<PathBuf>,
+    pub templates_dir: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    #[serde(default)]
+    pub provider: ProviderSettings,
+    #[serde(default)]
+    pub agent: AgentSettings,
+    #[serde(default)]
+    pub security: SecuritySettings,
+    pub mail: Option<MailSettings>,
+    #[serde(default)]
+    pub server: ServerSettings,
+    #[serde(default)]
+    pub limits: LimitSettings,
+    #[serde(default)]
+    pub history: HistorySettings,
+    #[serde(default)]
+    pub heartbeat: HeartbeatSettings,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1.
+    pub base_url: Option<String>,
+    /// Name of the environment variable that holds the API key (never the key).
+    #[serde(default = "default_api_key_env")]
+    pub api_key_env: String,
+    pub model: Option<String>,
+    #[serde(default = "default_temperature")]
+    pub temperature: f32,
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout.
+    #[serde(default = "default_provider_timeout")]
+    pub timeout: Duration,
+    #[serde(default)]
+    pub tool_calls: ToolCallMode,
+    /// Retries of one model call on 429, 5xx, timeouts and dropped connections.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings {
+            base_url: None,
+            api_key_env: default_api_key_env(),
+            model: None,
+            temperature: default_temperature(),
+            max_tokens: None,
+            timeout: default_provider_timeout(),
+            tool_calls: ToolCallMode::Native,
+            max_retries: default_max_retries(),
+        }
+    }
+}
+
+fn default_api_key_env() -> String {
+    "OPENAI_API_KEY".into()
+}
+fn default_temperature() -> f32 {
+    0.7
+}
+fn default_provider_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+fn default_max_retries() -> u32 {
+    3
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSettings {
+    /// Most model calls for one message.
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    /// Messages of conversation history kept.
+    #[serde(default = "default_history_limit")]
+    pub history_limit: usize,
+    #[serde(default = "default_shell_timeout")]
+    pub shell_timeout: Duration,
+    #[serde(default)]
+    pub autonomy: Autonomy,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            max_iterations: default_max_iterations(),
+            history_limit: default_history_limit(),
+            shell_timeout: default_shell_timeout(),
+            autonomy: Autonomy::Supervised,
+        }
+    }
+}
+
+fn default_max_iterations() -> u32 {
+    10
+}
+fn default_history_limit() -> usize {
+    50
+}
+fn default_shell_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySettings {
+    #[serde(default = "default_allowed_commands")]
+    pub allowed_commands: Vec<String>,
+    #[serde(default = "default_forbidden_paths")]
+    pub forbidden_paths: Vec<String>,
+    /// Hosts http_request may reach even in private ranges.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for SecuritySettings {
+    fn default() -> Self {
+        SecuritySettings {
+            allowed_commands: default_allowed_commands(),
+            forbidden_paths: default_forbidden_paths(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+fn default_allowed_commands() -> Vec<String> {
+    ["ls", "cat", "git", "df", "du", "date", "wc", "grep", "head", "tail", "pwd", "echo"].map(String::from).to_vec()
+}
+
+fn default_forbidden_paths() -> Vec<String> {
+    ["~/.ssh", "~/.aws", "~/.gnupg", "~/.config/gcloud", "~/.kube", "/etc/shadow", "/etc/sudoers", "/root"]
+        .map(String::from)
+        .to_vec()
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MailSettings {
+    /// Sender, e.g. "Routines <routines@example.com>".
+    pub from: String,
+    /// Default: smtp when `smtp` is set, else outbox.
+    pub transport: Option<MailTransport>,
+    pub smtp: Option<SmtpSettings>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MailTransport {
+    Smtp,
+    Outbox,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SmtpSettings {
+    pub host: String,
+    #[serde(default = "default_smtp_port")]
+    pub port: u16,
+    #[serde(default)]
+    pub security: SmtpSecurity,
+    pub username_env: Option<String>,
+    pub password_env: Option<String>,
+    #[serde(default = "default_smtp_timeout")]
+    pub timeout: Duration,
+}
+
+fn default_smtp_port() -> u16 {
+    587
+}
+fn default_smtp_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SmtpSecurity {
+    #[default]
+    Starttls,
+    Tls,
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    #[serde(default = "default_listen")]
+    pub listen: String,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings { listen: default_listen() }
+    }
+}
+
+fn default_listen() -> String {
+    "127.0.0.1:8787".into()
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    #[serde(default = "default_max_concurrent_runs")]
+    pub max_concurrent_runs: u32,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        LimitSettings { max_concurrent_runs: default_max_concurrent_runs() }
+    }
+}
+
+fn default_max_concurrent_runs() -> u32 {
+    4
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistorySettings {
+    #[serde(default = "default_max_age")]
+    pub max_age: Duration,
+    #[serde(default = "default_max_runs")]
+    pub max_runs_per_routine: u32,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        HistorySettings { max_age: default_max_age(), max_runs_per_routine: default_max_runs() }
+    }
+}
+
+fn default_max_age() -> Duration {
+    Duration::from_secs(30 * 86_400)
+}
+fn default_max_runs() -> u32 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatSettings {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "default_beat_every")]
+    pub every: Duration,
+    pub active_hours: Option<ActiveHours>,
+    #[serde(default = "default_checklist")]
+    pub checklist: PathBuf,
+    #[serde(default = "default_ok_token")]
+    pub ok_token: String,
+    #[serde(default)]
+    pub greeting: GreetingSettings,
+    #[serde(default)]
+    pub deliver: Vec<DeliveryTarget>,
+}
+
+impl Default for HeartbeatSettings {
+    fn default() -> Self {
+        HeartbeatSettings {
+            enabled: false,
+            every: default_beat_every(),
+            active_hours: None,
+            checklist: default_checklist(),
+            ok_token: default_ok_token(),
+            greeting: GreetingSettings::default(),
+            deliver: Vec::new(),
+        }
+    }
+}
+
+fn default_beat_every() -> Duration {
+    Duration::from_secs(30 * 60)
+}
+fn default_checklist() -> PathBuf {
+    PathBuf::from("HEARTBEAT.md")
+}
+fn default_ok_token() -> String {
+    "HEARTBEAT_OK".into()
+}
+
+/// Local times `HH:MM` in the engine's zone.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActiveHours {
+    pub start: String,
+    pub end: String,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GreetingSettings {
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default = "default_greetings_per_day")]
+    pub max_per_day: u32,
+    #[serde(default = "default_min_gap")]
+    pub min_gap: Duration,
+}
+
+impl Default for GreetingSettings {
+    fn default() -> Self {
+        GreetingSettings { enabled: false, max_per_day: default_greetings_per_day(), min_gap: default_min_gap() }
+    }
+}
+
+fn default_greetings_per_day() -> u32 {
+    2
+}
+fn default_min_gap() -> Duration {
+    Duration::from_secs(4 * 3600)
+}
+
+/// Where a result goes (shared by routines and the heartbeat).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum DeliveryTarget {
+    File(FileTarget),
+    Mail(MailTarget),
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileTarget {
+    pub path: String,
+    pub template: Option<String>,
+    #[serde(default)]
+    pub mode: FileMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FileMode {
+    Create,
+    #[default]
+    Overwrite,
+    Append,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MailTarget {
+    pub to: Vec<String>,
+    #[serde(default)]
+    pub cc: Vec<String>,
+    #[serde(default)]
+    pub bcc: Vec<String>,
+    pub subject: Option<String>,
+    pub template: Option<String>,
+    pub html_template: Option<String>,
+    #[serde(default)]
+    pub attach_output: bool,
+}

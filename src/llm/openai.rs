@@ -1,0 +1,260 @@
+//! The client for OpenAI-compatible chat-completions APIs.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use reqwest::StatusCode;
+use tracing::{debug, warn};
+
+use super::sse::{Assembler, SseParser};
+use super::wire::{self, Completion};
+use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, RetryPolicy};
+use crate::config::{ProviderConfig, Secret};
+
+/// What the client needs to know; built from [`ProviderConfig`].
+#[derive(Debug, Clone)]
+pub struct ProviderOptions {
+    /// Base URL ending before `/chat/completions`, e.g. `http://127.0.0.1:8088/v1`.
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    /// The variable the key came from, named when the key is rejected.
+    pub api_key_var: Option<String>,
+    /// Per-request timeout (time to the whole answer; for streams, the
+    /// longest silence between two chunks).
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+impl ProviderOptions {
+    pub fn from_config(c: &ProviderConfig) -> Result<Self, LlmError> {
+        let base_url = c.base_url.clone().ok_or_else(|| {
+            LlmError::NotConfigured(
+                "set provider.base_url in routines.yaml or export ROUTINES_BASE_URL (e.g. http://127.0.0.1:11434/v1)"
+                    .into(),
+            )
+        })?;
+        Ok(ProviderOptions {
+            base_url,
+            api_key: c.api_key.clone(),
+            api_key_var: c.api_key_var.clone(),
+            timeout: c.timeout.get(),
+            retry: RetryPolicy { max_retries: c.max_retries, ..RetryPolicy::default() },
+        })
+    }
+}
+
+pub struct OpenAiProvider {
+    http: reqwest::Client,
+    options: ProviderOptions,
+    url: String,
+}
+
+impl OpenAiProvider {
+    pub fn new(options: ProviderOptions) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10).min(options.timeout))
+            .user_agent(concat!("routines/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
+        let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
+        Ok(OpenAiProvider { http, options, url })
+    }
+
+    async fn with_retries<F, Fut>(&self, mut attempt_fn: F) -> Result<ChatResponse, LlmError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<ChatResponse, (LlmError, bool)>>,
+    {
+        let policy = self.options.retry;
+        let mut retry = 0;
+        loop {
+            match attempt_fn().await {
+                Ok(r) => return Ok(r),
+                Err((e, may_retry)) => {
+                    if !may_retry || !e.is_retryable() || retry >= policy.max_retries {
+                        return Err(e);
+                    }
+                    let delay = match e.retry_after() {
+                        Some(after) if after > policy.max_retry_after => return Err(e),
+                        Some(after) => after,
+                        None => policy.backoff(retry),
+                    };
+                    warn!(error = %e, retry = retry + 1, delay_ms = delay.as_millis() as u64, "Model call failed, retrying.");
+                    tokio::time::sleep(delay).await;
+                    retry += 1;
+                }
+            }
+        }
+    }
+
+    async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
+        let mut req = self.http.post(&self.url).json(body);
+        if let Some(key) = &self.options.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let fut = req.send();
+        let resp = tokio::time::timeout(self.options.timeout, fut)
+            .await
+            .map_err(|_| LlmError::Timeout { after: self.options.timeout })?
+            .map_err(|e| self.transport_error(e))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        let status = resp.status();
+        let retry_after =
+            resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
+        let text =
+            tokio::time::timeout(self.options.timeout, resp.text()).await.ok().and_then(Result::ok).unwrap_or_default();
+        Err(self.status_error(status, retry_after, &wire::error_message(&text), body))
+    }
+
+    fn status_error(
+        &self,
+        status: StatusCode,
+        retry_after: Option<Duration>,
+        message: &str,
+        body: &serde_json::Value,
+    ) -> LlmError {
+        let message = message.to_string();
+        let code = status.as_u16();
+        match code {
+            401 | 403 => match &self.options.api_key_var {
+                Some(var) => LlmError::KeyRejected { status: code, var: var.clone(), message },
+                None => LlmError::KeyMissing { status: code, message },
+            },
+            404 => LlmError::NotFound {
+                url: self.url.clone(),
+                model: body.get("model").and_then(|m| m.as_str()).unwrap_or("").to_string(),
+                message,
+            },
+            429 => LlmError::RateLimited { retry_after, message },
+            500..=599 => LlmError::Server { status: code, message },
+            _ => LlmError::BadRequest { status: code, message },
+        }
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout { after: self.options.timeout }
+        } else if e.is_connect() {
+            LlmError::Connect { url: self.options.base_url.clone(), detail: root_cause(&e) }
+        } else {
+            LlmError::Dropped { detail: root_cause(&e) }
+        }
+    }
+
+    async fn chat_once(&self, body: &serde_json::Value) -> Result<ChatResponse, LlmError> {
+        let resp = self.send(body).await?;
+        let bytes = tokio::time::timeout(self.options.timeout, resp.bytes())
+            .await
+            .map_err(|_| LlmError::Timeout { after: self.options.timeout })?
+            .map_err(|e| self.transport_error(e))?;
+        let completion: Completion = serde_json::from_slice(&bytes).map_err(|e| LlmError::Malformed {
+            detail: format!("{e}; body starts with {:?}", String::from_utf8_lossy(&bytes[..bytes.len().min(120)])),
+        })?;
+        let choice = completion
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| LlmError::Malformed { detail: "the response has no choices".into() })?;
+        Ok(ChatResponse {
+            content: choice.message.content.filter(|c| !c.is_empty()),
+            tool_calls: wire::tool_calls(choice.message.tool_calls),
+            reasoning_content: choice.message.reasoning_content.filter(|r| !r.is_empty()),
+            usage: completion.usage.map(Into::into).unwrap_or_default(),
+            finish_reason: choice.finish_reason,
+        })
+    }
+
+    /// One streamed attempt. The flag says whether a retry is safe (nothing
+    /// was shown to the user yet).
+    async fn stream_once(
+        &self,
+        body: &serde_json::Value,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<ChatResponse, (LlmError, bool)> {
+        let resp = self.send(body).await.map_err(|e| (e, true))?;
+        let mut stream = resp.bytes_stream();
+        let mut parser = SseParser::default();
+        let mut asm = Assembler::default();
+        let mut utf8_tail: Vec<u8> = Vec::new();
+        loop {
+            let next = tokio::time::timeout(self.options.timeout, stream.next()).await;
+            let chunk = match next {
+                Err(_) => {
+                    let e = LlmError::Timeout { after: self.options.timeout };
+                    return Err((e, !asm.emitted));
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err((self.transport_error(e), !asm.emitted)),
+                Ok(Some(Ok(bytes))) => bytes,
+            };
+            utf8_tail.extend_from_slice(&chunk);
+            let valid = match std::str::from_utf8(&utf8_tail) {
+                Ok(_) => utf8_tail.len(),
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                Err(e) => {
+                    let err = LlmError::Malformed { detail: format!("stream is not UTF-8: {e}") };
+                    return Err((err, !asm.emitted));
+                }
+            };
+            let text = String::from_utf8_lossy(&utf8_tail[..valid]).into_owned();
+            utf8_tail.drain(..valid);
+            for payload in parser.push(&text) {
+                asm.apply(&payload, on_delta).map_err(|detail| (LlmError::Malformed { detail }, !asm.emitted))?;
+            }
+            if asm.done {
+                break;
+            }
+        }
+        if let Some(payload) = parser.finish() {
+            asm.apply(&payload, on_delta).map_err(|detail| (LlmError::Malformed { detail }, !asm.emitted))?;
+        }
+        if !asm.done {
+            debug!("Stream ended without [DONE]; using what arrived.");
+        }
+        Ok(asm.finish())
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let body = wire::request_body(request, false);
+        self.with_retries(|| async { self.chat_once(&body).await.map_err(|e| (e, true)) }).await
+    }
+
+    async fn chat_stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
+        let body = wire::request_body(request, true);
+        self.with_retries(|| self.stream_once(&body, on_delta)).await
+    }
+}
+
+/// `Retry-After` in seconds (HTTP dates are rare from model APIs and are
+/// treated as absent).
+fn parse_retry_after(v: &str) -> Option<Duration> {
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+fn root_cause(e: &reqwest::Error) -> String {
+    let mut source: &dyn std::error::Error = e;
+    while let Some(next) = source.source() {
+        source = next;
+    }
+    source.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_retry_after_seconds() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(parse_retry_after("-1"), None);
+    }
+}

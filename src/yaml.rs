@@ -1,0 +1,545 @@
+//! The one module that knows YAML.
+//!
+//! `serde_yaml` turns text into typed values; `yaml-rust2`'s event parser
+//! gives every node its line and column, which serde_yaml does not expose.
+//! Together they let [`from_str`] report *every* problem in a file at once,
+//! each with `FILE:LINE:COL`:
+//!
+//! 1. syntax errors, with the parser's location;
+//! 2. unknown keys at any depth, found by walking the document against the
+//!    JSON schema that `schemars` derives from the target type, each with a
+//!    did-you-mean hint;
+//! 3. type errors, one per top-level key, located through the path that
+//!    `serde_path_to_error` reports.
+//!
+//! Callers then run semantic checks on the typed value and use
+//! [`SourceMap::locate`] to place their own diagnostics.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value as Json;
+use yaml_rust2::parser::{Event, Parser};
+
+use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+
+/// A YAML node with the position where it starts (1-based).
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub line: usize,
+    pub col: usize,
+    pub kind: NodeKind,
+}
+
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    Scalar(String),
+    Seq(Vec<Node>),
+    /// Keys keep their own positions, which is where an unknown key is reported.
+    Map(Vec<(Node, Node)>),
+}
+
+impl Node {
+    fn scalar_str(&self) -> Option<&str> {
+        match &self.kind {
+            NodeKind::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value under `key` when this node is a mapping.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            NodeKind::Map(entries) => entries.iter().find(|(k, _)| k.scalar_str() == Some(key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The key node for `key` when this node is a mapping.
+    pub fn key_node(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            NodeKind::Map(entries) => entries.iter().find(|(k, _)| k.scalar_str() == Some(key)).map(|(k, _)| k),
+            _ => None,
+        }
+    }
+}
+
+/// Positions of every node of one parsed file.
+#[derive(Debug, Clone)]
+pub struct SourceMap {
+    pub file: PathBuf,
+    pub root: Node,
+}
+
+impl SourceMap {
+    /// Line and column of the value at `path` (mapping keys and sequence
+    /// indices as strings). A path that does not exist resolves to its
+    /// nearest existing ancestor, so a diagnostic always has a location.
+    pub fn locate(&self, path: &[&str]) -> (usize, usize) {
+        let node = self.node_at(path);
+        (node.line, node.col)
+    }
+
+    /// Line and column of the *key* at the end of `path`, for problems with
+    /// the key itself. Falls back like [`SourceMap::locate`].
+    pub fn locate_key(&self, path: &[&str]) -> (usize, usize) {
+        if let Some((last, parent)) = path.split_last() {
+            let parent = self.node_at(parent);
+            if let Some(k) = parent.key_node(last) {
+                return (k.line, k.col);
+            }
+        }
+        self.locate(path)
+    }
+
+    fn node_at(&self, path: &[&str]) -> &Node {
+        let mut node = &self.root;
+        for seg in path {
+            let next = match &node.kind {
+                NodeKind::Map(_) => node.get(seg),
+                NodeKind::Seq(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+                NodeKind::Scalar(_) => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        node
+    }
+
+    /// A diagnostic located at the value of `path`.
+    pub fn error_at(&self, path: &[&str], message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.locate(path);
+        Diagnostic::new(&self.file, line, col, message)
+    }
+}
+
+/// A typed value together with the positions of the text it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded<T> {
+    pub value: T,
+    pub source: SourceMap,
+}
+
+/// Parses `text` (the contents of `file`) into `T`, reporting every problem.
+pub fn from_str<T>(file: &Path, text: &str) -> Result<Loaded<T>, Diagnostics>
+where
+    T: DeserializeOwned + JsonSchema,
+{
+    let root = parse_nodes(file, text).map_err(|d| Diagnostics(vec![d]))?;
+    let source = SourceMap { file: file.to_path_buf(), root };
+    let value: serde_yaml::Value = if text.trim().is_empty() {
+        serde_yaml::Value::Mapping(Default::default())
+    } else {
+        match serde_yaml::from_str(text) {
+            Ok(serde_yaml::Value::Null) => serde_yaml::Value::Mapping(Default::default()),
+            Ok(v) => v,
+            Err(e) => {
+                let (line, col) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+                return Err(Diagnostics(vec![Diagnostic::new(
+                    file,
+                    line,
+                    col,
+                    format!("invalid YAML: {}", strip_location(&e.to_string())),
+                )]));
+            }
+        }
+    };
+
+    let mut diags = Diagnostics::default();
+    let schema = schemars::schema_for!(T);
+    let schema = schema.as_value();
+    check_keys(&source, &source.root, schema, schema, &mut Vec::new(), &mut diags);
+    let unknown_keys_reported = !diags.is_empty();
+
+    match deserialize::<T>(&source, value.clone()) {
+        Ok(v) if diags.is_empty() => return Ok(Loaded { value: v, source }),
+        Ok(_) => {}
+        Err(first) => {
+            // The full pass stops at its first error; deserialize each
+            // top-level entry on its own to find the others.
+            let mut seen: Vec<(String, String)> = Vec::new();
+            let mut errors = vec![first];
+            if let serde_yaml::Value::Mapping(map) = &value {
+                for (k, v) in map {
+                    let mut single = serde_yaml::Mapping::new();
+                    single.insert(k.clone(), v.clone());
+                    if let Err(e) = deserialize::<T>(&source, serde_yaml::Value::Mapping(single)) {
+                        if !e.message.starts_with("missing field") {
+                            errors.push(e);
+                        }
+                    }
+                }
+            }
+            for e in errors {
+                let is_unknown = e.message.starts_with("unknown field");
+                if is_unknown && unknown_keys_reported {
+                    continue;
+                }
+                let key = (e.path.join("."), e.message.clone());
+                if seen.contains(&key) {
+                    continue;
+                }
+                seen.push(key);
+                diags.push(e.into_diagnostic(&source));
+            }
+        }
+    }
+    Err(diags.sorted())
+}
+
+struct TypeError {
+    path: Vec<String>,
+    message: String,
+    hint: Option<String>,
+}
+
+impl TypeError {
+    fn into_diagnostic(self, source: &SourceMap) -> Diagnostic {
+        let path: Vec<&str> = self.path.iter().map(String::as_str).collect();
+        let mut message = self.message;
+        if !path.is_empty() {
+            message = format!("{message} (at `{}`)", display_path(&path));
+        }
+        let d = source.error_at(&path, message);
+        match self.hint {
+            Some(h) => d.with_hint(h),
+            None => d,
+        }
+    }
+}
+
+fn deserialize<T: DeserializeOwned>(_source: &SourceMap, value: serde_yaml::Value) -> Result<T, TypeError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path: Vec<String> = e
+            .path()
+            .iter()
+            .filter_map(|seg| match seg {
+                serde_path_to_error::Segment::Seq { index } => Some(index.to_string()),
+                serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                serde_path_to_error::Segment::Enum { variant } => Some(variant.clone()),
+                serde_path_to_error::Segment::Unknown => None,
+            })
+            .collect();
+        let message = strip_location(&e.inner().to_string());
+        let hint = variant_hint(&message);
+        TypeError { path, message, hint }
+    })
+}
+
+/// serde_yaml appends " at line L column C"; we place locations ourselves.
+fn strip_location(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// For "unknown variant `x`, expected one of `a`, `b`" suggest the nearest.
+fn variant_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown variant `")?;
+    let (got, expected) = rest.split_once('`')?;
+    let options: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match did_you_mean(got, options.iter().copied()) {
+        Some(best) => Some(format!("did you mean `{best}`?")),
+        None if !options.is_empty() => Some(format!("expected one of: {}", options.join(", "))),
+        None => None,
+    }
+}
+
+fn display_path(path: &[&str]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if seg.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------- keys vs. schema
+
+fn resolve<'a>(mut schema: &'a Json, root: &'a Json) -> &'a Json {
+    for _ in 0..32 {
+        let Some(r) = schema.get("$ref").and_then(Json::as_str) else {
+            break;
+        };
+        let Some(name) = r.strip_prefix("#/$defs/") else {
+            break;
+        };
+        match root.get("$defs").and_then(|d| d.get(name)) {
+            Some(s) => schema = s,
+            None => break,
+        }
+    }
+    schema
+}
+
+/// The object shapes a schema allows (variants of an enum or an Option
+/// flattened), each as (properties, additionalProperties).
+fn object_shapes<'a>(schema: &'a Json, root: &'a Json, out: &mut Vec<&'a Json>) {
+    let schema = resolve(schema, root);
+    if schema.get("properties").is_some() || schema.get("additionalProperties").is_some() {
+        out.push(schema);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(subs) = schema.get(key).and_then(Json::as_array) {
+            for s in subs {
+                object_shapes(s, root, out);
+            }
+        }
+    }
+}
+
+fn check_keys(
+    source: &SourceMap,
+    node: &Node,
+    schema: &Json,
+    root: &Json,
+    path: &mut Vec<String>,
+    diags: &mut Diagnostics,
+) {
+    let schema = resolve(schema, root);
+    match &node.kind {
+        NodeKind::Scalar(_) => {}
+        NodeKind::Seq(items) => {
+            let mut item_schemas = Vec::new();
+            collect_items(schema, root, &mut item_schemas);
+            for (i, item) in items.iter().enumerate() {
+                path.push(i.to_string());
+                for s in &item_schemas {
+                    check_keys(source, item, s, root, path, diags);
+                }
+                path.pop();
+            }
+        }
+        NodeKind::Map(entries) => {
+            let mut shapes = Vec::new();
+            object_shapes(schema, root, &mut shapes);
+            if shapes.is_empty() {
+                return;
+            }
+            let mut known: HashMap<&str, &Json> = HashMap::new();
+            let mut open: Option<&Json> = None;
+            let mut closed = true;
+            for shape in &shapes {
+                if let Some(props) = shape.get("properties").and_then(Json::as_object) {
+                    for (k, v) in props {
+                        known.insert(k.as_str(), v);
+                    }
+                }
+                match shape.get("additionalProperties") {
+                    Some(Json::Bool(false)) => {}
+                    Some(Json::Object(_)) => {
+                        closed = false;
+                        open = shape.get("additionalProperties");
+                    }
+                    _ => closed = false,
+                }
+            }
+            for (k, v) in entries {
+                let Some(name) = k.scalar_str() else { continue };
+                if let Some(child) = known.get(name) {
+                    path.push(name.to_string());
+                    check_keys(source, v, child, root, path, diags);
+                    path.pop();
+                } else if let Some(child) = open {
+                    path.push(name.to_string());
+                    check_keys(source, v, child, root, path, diags);
+                    path.pop();
+                } else if closed {
+                    let mut keys: Vec<&str> = known.keys().copied().collect();
+                    keys.sort_unstable();
+                    let location = if path.is_empty() {
+                        String::new()
+                    } else {
+                        let p: Vec<&str> = path.iter().map(String::as_str).collect();
+                        format!(" in `{}`", display_path(&p))
+                    };
+                    let d = Diagnostic::new(&source.file, k.line, k.col, format!("unknown field `{name}`{location}"));
+                    let hint = match did_you_mean(name, keys.iter().copied()) {
+                        Some(best) => format!("did you mean `{best}`?"),
+                        None => format!("valid fields here: {}", keys.join(", ")),
+                    };
+                    diags.push(d.with_hint(hint));
+                }
+            }
+        }
+    }
+}
+
+fn collect_items<'a>(schema: &'a Json, root: &'a Json, out: &mut Vec<&'a Json>) {
+    let schema = resolve(schema, root);
+    if let Some(items) = schema.get("items") {
+        out.push(items);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(subs) = schema.get(key).and_then(Json::as_array) {
+            for s in subs {
+                collect_items(s, root, out);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- positions
+
+fn parse_nodes(file: &Path, text: &str) -> Result<Node, Diagnostic> {
+    let mut parser = Parser::new_from_str(text);
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Node> = HashMap::new();
+    let mut root: Option<Node> = None;
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| {
+            let m = e.marker();
+            Diagnostic::new(file, m.line(), m.col() + 1, format!("invalid YAML: {}", e.info()))
+        })?;
+        let (line, col) = (mark.line(), mark.col() + 1);
+        let finished: Option<(Node, usize)> = match event {
+            Event::StreamEnd => break,
+            Event::Nothing | Event::StreamStart | Event::DocumentStart | Event::DocumentEnd => None,
+            Event::Scalar(value, _, anchor, _) => Some((Node { line, col, kind: NodeKind::Scalar(value) }, anchor)),
+            Event::Alias(id) => anchors.get(&id).cloned().map(|n| (n, 0)),
+            Event::SequenceStart(anchor, _) => {
+                stack.push(Frame::Seq(line, col, anchor, Vec::new()));
+                None
+            }
+            Event::MappingStart(anchor, _) => {
+                stack.push(Frame::Map(line, col, anchor, Vec::new(), None));
+                None
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq(l, c, anchor, items)) => {
+                    Some((Node { line: l, col: c, kind: NodeKind::Seq(items) }, anchor))
+                }
+                _ => None,
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map(l, c, anchor, entries, _)) => {
+                    // A block mapping's start event points past its first
+                    // key; the first key is where a reader looks.
+                    let (l, c) = entries.first().map_or((l, c), |(k, _)| (k.line, k.col));
+                    Some((Node { line: l, col: c, kind: NodeKind::Map(entries) }, anchor))
+                }
+                _ => None,
+            },
+        };
+        if let Some((node, anchor)) = finished {
+            if anchor != 0 {
+                anchors.insert(anchor, node.clone());
+            }
+            match stack.last_mut() {
+                Some(Frame::Seq(_, _, _, items)) => items.push(node),
+                Some(Frame::Map(_, _, _, entries, pending)) => match pending.take() {
+                    Some(key) => entries.push((key, node)),
+                    None => *pending = Some(node),
+                },
+                None => {
+                    if root.is_none() {
+                        root = Some(node);
+                    }
+                }
+            }
+        }
+    }
+    Ok(root.unwrap_or(Node { line: 1, col: 1, kind: NodeKind::Map(Vec::new()) }))
+}
+
+enum Frame {
+    Seq(usize, usize, usize, Vec<Node>),
+    Map(usize, usize, usize, Vec<(Node, Node)>, Option<Node>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Inner {
+        model: Option<String>,
+        retries: Option<u32>,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        name: Option<String>,
+        provider: Option<Inner>,
+        items: Option<Vec<Inner>>,
+        mode: Option<Mode>,
+    }
+
+    #[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "snake_case")]
+    enum Mode {
+        Native,
+        Json,
+    }
+
+    fn load(text: &str) -> Result<Outer, Vec<String>> {
+        from_str::<Outer>(Path::new("c.yaml"), text)
+            .map(|l| l.value)
+            .map_err(|d| d.0.iter().map(ToString::to_string).collect())
+    }
+
+    #[test]
+    fn loads_a_valid_document() {
+        let v = load("name: x\nprovider:\n  model: m\n").unwrap();
+        assert_eq!(v.provider.unwrap().model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn empty_document_is_an_empty_mapping() {
+        let v = load("# only a comment\n").unwrap();
+        assert_eq!(v.name, None);
+    }
+
+    #[test]
+    fn reports_every_unknown_key_with_location_and_hint() {
+        let errs = load("nmae: x\nprovider:\n  modle: m\nitems:\n  - model: a\n  - retires: 2\n").unwrap_err();
+        assert_eq!(
+            errs,
+            vec![
+                "c.yaml:1:1: unknown field `nmae`\n  help: did you mean `name`?".to_string(),
+                "c.yaml:3:3: unknown field `modle` in `provider`\n  help: did you mean `model`?".to_string(),
+                "c.yaml:6:5: unknown field `retires` in `items[1]`\n  help: did you mean `retries`?".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn reports_type_errors_of_several_sections() {
+        let errs = load("provider:\n  retries: many\nmode: jsno\n").unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(errs[0].starts_with("c.yaml:2:12: invalid type: string \"many\", expected u32"), "{errs:?}");
+        assert_eq!(
+            errs[1],
+            "c.yaml:3:7: unknown variant `jsno`, expected `native` or `json` (at `mode`)\n  help: did you mean `json`?"
+        );
+    }
+
+    #[test]
+    fn reports_syntax_errors_with_location() {
+        let errs = load("provider:\n  model: [unclosed\n").unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with("c.yaml:3:1: invalid YAML"), "{errs:?}");
+    }
+
+    #[test]
+    fn locates_paths_and_falls_back_to_ancestors() {
+        let loaded = from_str::<Outer>(Path::new("c.yaml"), "name: x\nprovider:\n  model: m\n").unwrap();
+        assert_eq!(loaded.source.locate(&["provider", "model"]), (3, 10));
+        assert_eq!(loaded.source.locate_key(&["provider", "model"]), (3, 3));
+        assert_eq!(loaded.source.locate(&["provider", "missing"]), (3, 3));
+    }
+}
