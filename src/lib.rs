@@ -2,7 +2,12 @@
 //!
 //! See docs/ARCHITECTURE.md for the module map and the flow of a run.
 
+pub mod agent;
 pub mod config;
 pub mod diag;
 pub mod llm;
+pub mod memory;
+pub mod policy;
+pub mod store;
+pub mod tools;
 pub mod yaml;

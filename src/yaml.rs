@@ -152,43 +152,63 @@ where
     let mut diags = Diagnostics::default();
     let schema = schemars::schema_for!(T);
     let schema = schema.as_value();
-    check_keys(&source, &source.root, schema, schema, &mut Vec::new(), &mut diags);
-    let unknown_keys_reported = !diags.is_empty();
+    let mut unknown: Vec<Vec<String>> = Vec::new();
+    check_keys(&source, &source.root, schema, schema, &mut Vec::new(), &mut diags, &mut unknown);
 
-    match deserialize::<T>(&source, value.clone()) {
-        Ok(v) if diags.is_empty() => return Ok(Loaded { value: v, source }),
-        Ok(_) => {}
-        Err(first) => {
-            // The full pass stops at its first error; deserialize each
-            // top-level entry on its own to find the others.
-            let mut seen: Vec<(String, String)> = Vec::new();
-            let mut errors = vec![first];
-            if let serde_yaml::Value::Mapping(map) = &value {
-                for (k, v) in map {
-                    let mut single = serde_yaml::Mapping::new();
-                    single.insert(k.clone(), v.clone());
-                    if let Err(e) = deserialize::<T>(&source, serde_yaml::Value::Mapping(single)) {
-                        if !e.message.starts_with("missing field") {
-                            errors.push(e);
-                        }
-                    }
-                }
-            }
-            for e in errors {
-                let is_unknown = e.message.starts_with("unknown field");
-                if is_unknown && unknown_keys_reported {
-                    continue;
-                }
-                let key = (e.path.join("."), e.message.clone());
-                if seen.contains(&key) {
-                    continue;
-                }
-                seen.push(key);
-                diags.push(e.into_diagnostic(&source));
+    // Unknown keys are reported already; without them serde can show what
+    // else is wrong. After each type error, the offending entry is removed
+    // and serde runs again, so every error surfaces, not only the first.
+    let mut value = value;
+    for path in &unknown {
+        remove_path(&mut value, path);
+    }
+    let mut removed: Vec<Vec<String>> = Vec::new();
+    for _ in 0..64 {
+        let e = match deserialize::<T>(value.clone()) {
+            Ok(v) if diags.is_empty() => return Ok(Loaded { value: v, source }),
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        if let Some(field) = e.message.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            let mut p = e.path.clone();
+            p.push(field.to_string());
+            if removed.contains(&p) {
+                break; // a field we removed ourselves; already reported
             }
         }
+        let mut target = e.path.clone();
+        while target.last().is_some_and(|seg| seg.parse::<usize>().is_ok()) {
+            target.pop(); // removing a list item would shift the others
+        }
+        diags.push(e.into_diagnostic(&source));
+        if target.is_empty() || !remove_path(&mut value, &target) {
+            break;
+        }
+        removed.push(target);
     }
     Err(diags.sorted())
+}
+
+/// Removes the entry at `path` (mapping keys and list indices); true if found.
+fn remove_path(value: &mut serde_yaml::Value, path: &[String]) -> bool {
+    let Some((last, parents)) = path.split_last() else { return false };
+    let mut node = value;
+    for seg in parents {
+        let next = match node {
+            serde_yaml::Value::Mapping(m) => m.get_mut(seg.as_str()),
+            serde_yaml::Value::Sequence(items) => seg.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            serde_yaml::Value::Tagged(t) => Some(&mut t.value),
+            _ => None,
+        };
+        match next {
+            Some(n) => node = n,
+            None => return false,
+        }
+    }
+    match node {
+        serde_yaml::Value::Mapping(m) => m.remove(last.as_str()).is_some(),
+        _ => false,
+    }
 }
 
 struct TypeError {
@@ -212,7 +232,7 @@ impl TypeError {
     }
 }
 
-fn deserialize<T: DeserializeOwned>(_source: &SourceMap, value: serde_yaml::Value) -> Result<T, TypeError> {
+fn deserialize<T: DeserializeOwned>(value: serde_yaml::Value) -> Result<T, TypeError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path: Vec<String> = e
             .path()
@@ -306,6 +326,7 @@ fn check_keys(
     root: &Json,
     path: &mut Vec<String>,
     diags: &mut Diagnostics,
+    unknown: &mut Vec<Vec<String>>,
 ) {
     let schema = resolve(schema, root);
     match &node.kind {
@@ -316,7 +337,7 @@ fn check_keys(
             for (i, item) in items.iter().enumerate() {
                 path.push(i.to_string());
                 for s in &item_schemas {
-                    check_keys(source, item, s, root, path, diags);
+                    check_keys(source, item, s, root, path, diags, unknown);
                 }
                 path.pop();
             }
@@ -349,11 +370,11 @@ fn check_keys(
                 let Some(name) = k.scalar_str() else { continue };
                 if let Some(child) = known.get(name) {
                     path.push(name.to_string());
-                    check_keys(source, v, child, root, path, diags);
+                    check_keys(source, v, child, root, path, diags, unknown);
                     path.pop();
                 } else if let Some(child) = open {
                     path.push(name.to_string());
-                    check_keys(source, v, child, root, path, diags);
+                    check_keys(source, v, child, root, path, diags, unknown);
                     path.pop();
                 } else if closed {
                     let mut keys: Vec<&str> = known.keys().copied().collect();
@@ -370,6 +391,9 @@ fn check_keys(
                         None => format!("valid fields here: {}", keys.join(", ")),
                     };
                     diags.push(d.with_hint(hint));
+                    let mut p = path.clone();
+                    p.push(name.to_string());
+                    unknown.push(p);
                 }
             }
         }
@@ -525,6 +549,22 @@ mod tests {
         assert_eq!(
             errs[1],
             "c.yaml:3:7: unknown variant `jsno`, expected `native` or `json` (at `mode`)\n  help: did you mean `json`?"
+        );
+    }
+
+    #[test]
+    fn reports_every_type_error_of_one_section_and_of_lists() {
+        let errs = load("provider:\n  model: [a]\n  retries: x\n  modle: y\nitems:\n  - retries: z\n").unwrap_err();
+        assert_eq!(errs.len(), 4, "{errs:?}");
+        assert!(
+            errs[0].starts_with("c.yaml:2:10: invalid type: sequence, expected a string (at `provider.model`)"),
+            "{errs:?}"
+        );
+        assert!(errs[1].starts_with("c.yaml:3:12: invalid type: string \"x\", expected u32"), "{errs:?}");
+        assert!(errs[2].starts_with("c.yaml:4:3: unknown field `modle`"), "{errs:?}");
+        assert!(
+            errs[3].starts_with("c.yaml:6:14: invalid type: string \"z\", expected u32 (at `items[0].retries`)"),
+            "{errs:?}"
         );
     }
 

@@ -152,10 +152,7 @@ pub fn discover(explicit: Option<&Path>, cwd: &Path, env: &dyn Env) -> Result<Op
         return if p.is_file() {
             Ok(Some(p))
         } else {
-            Err(ConfigError::NotFound {
-                path: p,
-                hint: "check the --config path, or create one with `routines init`".into(),
-            })
+            Err(ConfigError::NotFound { path: p, hint: "check the path given to --config".into() })
         };
     }
     if let Some(p) = env.var("ROUTINES_CONFIG") {

@@ -89,6 +89,7 @@ impl OpenAiProvider {
     }
 
     async fn send(&self, body: &serde_json::Value) -> Result<reqwest::Response, LlmError> {
+        tracing::trace!(url = %self.url, body = %body, "Model request.");
         let mut req = self.http.post(&self.url).json(body);
         if let Some(key) = &self.options.api_key {
             req = req.bearer_auth(key.expose());
@@ -150,6 +151,7 @@ impl OpenAiProvider {
             .await
             .map_err(|_| LlmError::Timeout { after: self.options.timeout })?
             .map_err(|e| self.transport_error(e))?;
+        tracing::trace!(body = %String::from_utf8_lossy(&bytes), "Model response.");
         let completion: Completion = serde_json::from_slice(&bytes).map_err(|e| LlmError::Malformed {
             detail: format!("{e}; body starts with {:?}", String::from_utf8_lossy(&bytes[..bytes.len().min(120)])),
         })?;

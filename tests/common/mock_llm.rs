@@ -116,12 +116,7 @@ struct CallSpec {
 
 impl Reply {
     fn new(kind: Kind) -> Reply {
-        Reply {
-            kind,
-            headers: Vec::new(),
-            delay: None,
-            abort_mid_body: false,
-        }
+        Reply { kind, headers: Vec::new(), delay: None, abort_mid_body: false }
     }
 
     fn completion(content: Option<String>, calls: Vec<CallSpec>) -> Reply {
@@ -206,11 +201,7 @@ pub fn tool_call(name: &str, args: Value) -> Reply {
 pub fn tool_call_with_id(id: &str, name: &str, args: Value) -> Reply {
     Reply::completion(
         None,
-        vec![CallSpec {
-            id: Some(id.to_string()),
-            name: name.to_string(),
-            arguments: args.to_string(),
-        }],
+        vec![CallSpec { id: Some(id.to_string()), name: name.to_string(), arguments: args.to_string() }],
     )
 }
 
@@ -220,34 +211,20 @@ pub fn tool_calls(calls: Vec<(&str, Value)>) -> Reply {
         None,
         calls
             .into_iter()
-            .map(|(name, args)| CallSpec {
-                id: None,
-                name: name.to_string(),
-                arguments: args.to_string(),
-            })
+            .map(|(name, args)| CallSpec { id: None, name: name.to_string(), arguments: args.to_string() })
             .collect(),
     )
 }
 
 /// One tool call whose `arguments` string is sent verbatim (e.g. invalid JSON).
 pub fn raw_tool_call_args(name: &str, raw_arguments: &str) -> Reply {
-    Reply::completion(
-        None,
-        vec![CallSpec {
-            id: None,
-            name: name.to_string(),
-            arguments: raw_arguments.to_string(),
-        }],
-    )
+    Reply::completion(None, vec![CallSpec { id: None, name: name.to_string(), arguments: raw_arguments.to_string() }])
 }
 
 /// HTTP `status` with an OpenAI error body `{"error":{"message","type","param","code"}}`.
 pub fn error(status: u16, message: &str) -> Reply {
     StatusCode::from_u16(status).expect("mock_llm: invalid HTTP status");
-    Reply::new(Kind::Error {
-        status,
-        message: message.to_string(),
-    })
+    Reply::new(Kind::Error { status, message: message.to_string() })
 }
 
 /// HTTP 200 whose body is not valid JSON (streaming: a `data:` line of broken JSON).
@@ -308,14 +285,9 @@ impl Shared {
 impl MockLlm {
     /// Starts the server on `127.0.0.1:0`. Must be called inside a Tokio runtime.
     pub async fn start() -> MockLlm {
-        let tcp = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("mock_llm: bind 127.0.0.1:0");
+        let tcp = TcpListener::bind("127.0.0.1:0").await.expect("mock_llm: bind 127.0.0.1:0");
         let addr = tcp.local_addr().expect("mock_llm: local_addr");
-        let created = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let shared = Arc::new(Shared {
             state: Mutex::new(ServerState::default()),
             count_tx: watch::Sender::new(0),
@@ -324,10 +296,7 @@ impl MockLlm {
             next_call_id: AtomicU64::new(1),
             created,
         });
-        let listener = MockListener {
-            inner: tcp,
-            conns: shared.conns.clone(),
-        };
+        let listener = MockListener { inner: tcp, conns: shared.conns.clone() };
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/models", get(models))
@@ -335,14 +304,11 @@ impl MockLlm {
             .with_state(shared.clone());
         let mut shutdown_rx = shared.shutdown_tx.subscribe();
         tokio::spawn(async move {
-            let _ = axum::serve(
-                listener,
-                app.into_make_service_with_connect_info::<ConnInfo>(),
-            )
-            .with_graceful_shutdown(async move {
-                let _ = shutdown_rx.wait_for(|down| *down).await;
-            })
-            .await;
+            let _ = axum::serve(listener, app.into_make_service_with_connect_info::<ConnInfo>())
+                .with_graceful_shutdown(async move {
+                    let _ = shutdown_rx.wait_for(|down| *down).await;
+                })
+                .await;
         });
         MockLlm { shared, addr }
     }
@@ -403,11 +369,7 @@ impl MockLlm {
     pub fn assert_clean(&self) {
         let violations = self.violations();
         if !violations.is_empty() {
-            panic!(
-                "mock LLM recorded {} violation(s):\n  - {}",
-                violations.len(),
-                violations.join("\n  - ")
-            );
+            panic!("mock LLM recorded {} violation(s):\n  - {}", violations.len(), violations.join("\n  - "));
         }
     }
 
@@ -420,9 +382,7 @@ impl MockLlm {
     /// Like [`MockLlm::wait_for_requests`] with a chosen timeout.
     pub async fn wait_for_requests_timeout(&self, n: usize, timeout: Duration) {
         let mut rx = self.shared.count_tx.subscribe();
-        let arrived = tokio::time::timeout(timeout, rx.wait_for(|count| *count >= n))
-            .await
-            .is_ok_and(|r| r.is_ok());
+        let arrived = tokio::time::timeout(timeout, rx.wait_for(|count| *count >= n)).await.is_ok_and(|r| r.is_ok());
         if !arrived {
             panic!(
                 "mock LLM: timed out after {timeout:?} waiting for {n} request(s); {} arrived",
@@ -476,11 +436,7 @@ struct KillableStream {
 }
 
 impl AsyncRead for KillableStream {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         self.kill.read.register(cx.waker());
         if self.kill.is_killed() {
             return Poll::Ready(Err(aborted()));
@@ -490,11 +446,7 @@ impl AsyncRead for KillableStream {
 }
 
 impl AsyncWrite for KillableStream {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.kill.write.register(cx.waker());
         if self.kill.is_killed() {
             return Poll::Ready(Err(aborted()));
@@ -541,17 +493,8 @@ impl Listener for MockListener {
                     let mut conns = lock(&self.conns);
                     conns.retain(|c| c.strong_count() > 0);
                     conns.push(Arc::downgrade(&kill));
-                    let info = ConnInfo {
-                        peer,
-                        kill: kill.clone(),
-                    };
-                    return (
-                        KillableStream {
-                            inner: stream,
-                            kill,
-                        },
-                        info,
-                    );
+                    let info = ConnInfo { peer, kill: kill.clone() };
+                    return (KillableStream { inner: stream, kill }, info);
                 }
                 // e.g. too many open files: back off instead of spinning
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
@@ -560,10 +503,7 @@ impl Listener for MockListener {
     }
 
     fn local_addr(&self) -> io::Result<ConnInfo> {
-        Ok(ConnInfo {
-            peer: self.inner.local_addr()?,
-            kill: Arc::default(),
-        })
+        Ok(ConnInfo { peer: self.inner.local_addr()?, kill: Arc::default() })
     }
 }
 
@@ -671,9 +611,7 @@ async fn chat(
                     aborting_body(events)
                 } else {
                     events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-                    Body::from_stream(futures::stream::iter(
-                        events.into_iter().map(Ok::<Bytes, io::Error>),
-                    ))
+                    Body::from_stream(futures::stream::iter(events.into_iter().map(Ok::<Bytes, io::Error>)))
                 };
                 let mut r = Response::new(body);
                 set_header(&mut r, "content-type", "text/event-stream");
@@ -715,60 +653,34 @@ fn plan(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Planned {
     };
     let stream = value.get("stream") == Some(&Value::Bool(true));
     let include_usage = value.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
-    let model = value
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or(MOCK_MODEL)
-        .to_string();
+    let model = value.get("model").and_then(Value::as_str).unwrap_or(MOCK_MODEL).to_string();
     let reply = st.queue.pop_front();
     if reply.is_none() {
         problems.push("no scripted reply left (queue empty); answered HTTP 500".to_string());
     }
     let call_ids = match &reply {
-        Some(Reply {
-            kind: Kind::Completion(c),
-            ..
-        }) => c
+        Some(Reply { kind: Kind::Completion(c), .. }) => c
             .calls
             .iter()
             .map(|call| {
-                call.id.clone().unwrap_or_else(|| {
-                    format!(
-                        "call_{}",
-                        shared.next_call_id.fetch_add(1, Ordering::SeqCst)
-                    )
-                })
+                call.id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{}", shared.next_call_id.fetch_add(1, Ordering::SeqCst)))
             })
             .collect(),
         _ => Vec::new(),
     };
-    st.violations.extend(
-        problems
-            .into_iter()
-            .map(|p| format!("request #{index}: {p}")),
-    );
+    st.violations.extend(problems.into_iter().map(|p| format!("request #{index}: {p}")));
     st.requests.push(value);
     st.headers.push(
         headers
             .iter()
-            .map(|(name, value)| {
-                (
-                    name.as_str().to_string(),
-                    String::from_utf8_lossy(value.as_bytes()).into_owned(),
-                )
-            })
+            .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
             .collect(),
     );
     // Publish while still holding the lock so the count only ever grows.
     shared.count_tx.send_replace(index + 1);
-    Planned {
-        index,
-        reply,
-        call_ids,
-        stream,
-        include_usage,
-        model,
-    }
+    Planned { index, reply, call_ids, stream, include_usage, model }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -852,15 +764,8 @@ fn sse_events(c: &Completion, call_ids: &[String], ctx: &RenderCtx) -> Vec<Strin
         v.to_string()
     };
     let mut events = Vec::new();
-    let first_content = if c.content.is_some() {
-        json!("")
-    } else {
-        Value::Null
-    };
-    events.push(chunk(
-        json!({"role": "assistant", "content": first_content}),
-        Value::Null,
-    ));
+    let first_content = if c.content.is_some() { json!("") } else { Value::Null };
+    events.push(chunk(json!({"role": "assistant", "content": first_content}), Value::Null));
     if let Some(reasoning) = &c.reasoning {
         for piece in pieces(reasoning) {
             events.push(chunk(json!({"reasoning_content": piece}), Value::Null));
@@ -927,27 +832,23 @@ fn error_response(status: u16, message: &str, headers: &[(String, String)]) -> R
         _ => ("invalid_request_error", Value::Null),
     };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = json_response(
-        status,
-        &json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
-    );
+    let mut response =
+        json_response(status, &json!({"error": {"message": message, "type": kind, "param": null, "code": code}}));
     add_headers(&mut response, headers);
     response
 }
 
 fn set_header(response: &mut Response, name: &str, value: &str) {
-    response.headers_mut().insert(
-        HeaderName::from_bytes(name.as_bytes()).unwrap(),
-        HeaderValue::from_str(value).unwrap(),
-    );
+    response
+        .headers_mut()
+        .insert(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
 }
 
 fn add_headers(response: &mut Response, headers: &[(String, String)]) {
     for (name, value) in headers {
-        response.headers_mut().append(
-            HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            HeaderValue::from_str(value).unwrap(),
-        );
+        response
+            .headers_mut()
+            .append(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
     }
 }
 
@@ -974,25 +875,16 @@ fn describe(v: Option<&Value>) -> String {
 
 fn validate(body: &Value, sections: Option<&[String]>, out: &mut Vec<String>) {
     let Some(obj) = body.as_object() else {
-        out.push(format!(
-            "body must be a JSON object, got {}",
-            describe(Some(body))
-        ));
+        out.push(format!("body must be a JSON object, got {}", describe(Some(body))));
         return;
     };
     match obj.get("model") {
         Some(Value::String(s)) if !s.is_empty() => {}
-        other => out.push(format!(
-            "`model` must be a non-empty string, got {}",
-            describe(other)
-        )),
+        other => out.push(format!("`model` must be a non-empty string, got {}", describe(other))),
     }
     match obj.get("stream") {
         None | Some(Value::Bool(_)) => {}
-        other => out.push(format!(
-            "`stream` must be a boolean, got {}",
-            describe(other)
-        )),
+        other => out.push(format!("`stream` must be a boolean, got {}", describe(other))),
     }
     if obj.contains_key("stream_options") && obj.get("stream") != Some(&Value::Bool(true)) {
         out.push("`stream_options` is only allowed when `stream` is true".to_string());
@@ -1004,10 +896,7 @@ fn validate(body: &Value, sections: Option<&[String]>, out: &mut Vec<String>) {
                 validate_sections(messages, headings, out);
             }
         }
-        other => out.push(format!(
-            "`messages` must be a non-empty array, got {}",
-            describe(other)
-        )),
+        other => out.push(format!("`messages` must be a non-empty array, got {}", describe(other))),
     }
     if let Some(tools) = obj.get("tools") {
         validate_tools(tools, out);
@@ -1021,10 +910,7 @@ fn has_content(m: &serde_json::Map<String, Value>) -> bool {
 fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
     let first_role = messages[0].get("role").and_then(Value::as_str);
     if first_role != Some("system") {
-        out.push(format!(
-            "first message must have role `system`, got {}",
-            describe(messages[0].get("role"))
-        ));
+        out.push(format!("first message must have role `system`, got {}", describe(messages[0].get("role"))));
     }
     let mut seen: HashSet<String> = HashSet::new();
     let mut answered: HashSet<String> = HashSet::new();
@@ -1032,10 +918,7 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
     let mut pending: Vec<String> = Vec::new();
     let mut turn: Option<usize> = None;
 
-    let close_turn = |pending: &mut Vec<String>,
-                      turn: &mut Option<usize>,
-                      at: String,
-                      out: &mut Vec<String>| {
+    let close_turn = |pending: &mut Vec<String>, turn: &mut Option<usize>, at: String, out: &mut Vec<String>| {
         if let Some(j) = turn.take() {
             if !pending.is_empty() {
                 out.push(format!(
@@ -1049,22 +932,14 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
 
     for (k, message) in messages.iter().enumerate() {
         let Some(m) = message.as_object() else {
-            out.push(format!(
-                "messages[{k}] must be an object, got {}",
-                describe(Some(message))
-            ));
+            out.push(format!("messages[{k}] must be an object, got {}", describe(Some(message))));
             continue;
         };
         let role = m.get("role").and_then(Value::as_str);
         match role {
             Some("system") | Some("user") => {
                 let role = role.unwrap_or_default();
-                close_turn(
-                    &mut pending,
-                    &mut turn,
-                    format!("messages[{k}] ({role})"),
-                    out,
-                );
+                close_turn(&mut pending, &mut turn, format!("messages[{k}] ({role})"), out);
                 if !has_content(m) {
                     out.push(format!(
                         "messages[{k}] ({role}) `content` must be a string or an array, got {}",
@@ -1073,18 +948,11 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
                 }
             }
             Some("assistant") => {
-                close_turn(
-                    &mut pending,
-                    &mut turn,
-                    format!("messages[{k}] (assistant)"),
-                    out,
-                );
+                close_turn(&mut pending, &mut turn, format!("messages[{k}] (assistant)"), out);
                 match m.get("tool_calls") {
                     None | Some(Value::Null) => {
                         if !has_content(m) {
-                            out.push(format!(
-                                "messages[{k}] (assistant) has neither `content` nor `tool_calls`"
-                            ));
+                            out.push(format!("messages[{k}] (assistant) has neither `content` nor `tool_calls`"));
                         }
                     }
                     Some(Value::Array(calls)) => {
@@ -1114,11 +982,7 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
                                 ));
                             }
                             let function = call.get("function");
-                            if function
-                                .and_then(|f| f.get("name"))
-                                .and_then(Value::as_str)
-                                .is_none()
-                            {
+                            if function.and_then(|f| f.get("name")).and_then(Value::as_str).is_none() {
                                 out.push(format!(
                                     "{at} `function.name` must be a string, got {}",
                                     describe(function.and_then(|f| f.get("name")))
@@ -1158,9 +1022,7 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
                     pending.remove(pos);
                     answered.insert(id.to_string());
                 } else if answered.contains(id) {
-                    out.push(format!(
-                        "messages[{k}] (tool) answers tool call {id:?} a second time"
-                    ));
+                    out.push(format!("messages[{k}] (tool) answers tool call {id:?} a second time"));
                 } else if seen.contains(id) {
                     out.push(format!(
                         "messages[{k}] (tool) answers tool call {id:?} after its turn was closed by a later message"
@@ -1175,43 +1037,26 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
                     ));
                 }
             }
-            Some(other) => out.push(format!(
-                "messages[{k}] has invalid role {other:?} (expected one of {ROLES:?})"
-            )),
-            None => out.push(format!(
-                "messages[{k}] `role` must be a string, got {}",
-                describe(m.get("role"))
-            )),
+            Some(other) => out.push(format!("messages[{k}] has invalid role {other:?} (expected one of {ROLES:?})")),
+            None => out.push(format!("messages[{k}] `role` must be a string, got {}", describe(m.get("role")))),
         }
     }
-    close_turn(
-        &mut pending,
-        &mut turn,
-        "the end of `messages`".to_string(),
-        out,
-    );
+    close_turn(&mut pending, &mut turn, "the end of `messages`".to_string(), out);
 }
 
 fn message_text(message: &Value) -> String {
     match message.get("content") {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+        }
         _ => String::new(),
     }
 }
 
 fn validate_sections(messages: &[Value], headings: &[String], out: &mut Vec<String>) {
-    let Some(system) = messages
-        .iter()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("system"))
-    else {
-        out.push(format!(
-            "expected system prompt sections {headings:?} but there is no system message"
-        ));
+    let Some(system) = messages.iter().find(|m| m.get("role").and_then(Value::as_str) == Some("system")) else {
+        out.push(format!("expected system prompt sections {headings:?} but there is no system message"));
         return;
     };
     let prompt = message_text(system);
@@ -1225,67 +1070,44 @@ fn validate_sections(messages: &[Value], headings: &[String], out: &mut Vec<Stri
         }
     }
     if !missing.is_empty() {
-        out.push(format!(
-            "system prompt lacks section heading line(s) {missing:?} (expected {headings:?})"
-        ));
+        out.push(format!("system prompt lacks section heading line(s) {missing:?} (expected {headings:?})"));
     }
     if found.windows(2).any(|w| w[0].0 >= w[1].0) {
         let mut actual = found.clone();
         actual.sort();
-        let actual: Vec<String> = actual
-            .iter()
-            .map(|(line, h)| format!("{h} (line {line})"))
-            .collect();
-        out.push(format!(
-            "system prompt sections out of order: expected {headings:?}, found {actual:?}"
-        ));
+        let actual: Vec<String> = actual.iter().map(|(line, h)| format!("{h} (line {line})")).collect();
+        out.push(format!("system prompt sections out of order: expected {headings:?}, found {actual:?}"));
     }
 }
 
 fn validate_tools(tools: &Value, out: &mut Vec<String>) {
     let Some(tools) = tools.as_array() else {
-        out.push(format!(
-            "`tools` must be an array, got {}",
-            describe(Some(tools))
-        ));
+        out.push(format!("`tools` must be an array, got {}", describe(Some(tools))));
         return;
     };
     let mut names = HashSet::new();
     for (i, tool) in tools.iter().enumerate() {
         let at = format!("tools[{i}]");
         if tool.get("type").and_then(Value::as_str) != Some("function") {
-            out.push(format!(
-                "{at} `type` must be \"function\", got {}",
-                describe(tool.get("type"))
-            ));
+            out.push(format!("{at} `type` must be \"function\", got {}", describe(tool.get("type"))));
         }
         let Some(function) = tool.get("function").and_then(Value::as_object) else {
-            out.push(format!(
-                "{at} `function` must be an object, got {}",
-                describe(tool.get("function"))
-            ));
+            out.push(format!("{at} `function` must be an object, got {}", describe(tool.get("function"))));
             continue;
         };
         match function.get("name").and_then(Value::as_str) {
             Some(name) => {
                 let valid = !name.is_empty()
                     && name.len() <= 64
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
                 if !valid {
-                    out.push(format!(
-                        "{at} function name {name:?} must match ^[a-zA-Z0-9_-]{{1,64}}$"
-                    ));
+                    out.push(format!("{at} function name {name:?} must match ^[a-zA-Z0-9_-]{{1,64}}$"));
                 }
                 if !names.insert(name.to_string()) {
                     out.push(format!("{at} repeats function name {name:?}"));
                 }
             }
-            None => out.push(format!(
-                "{at} `function.name` must be a string, got {}",
-                describe(function.get("name"))
-            )),
+            None => out.push(format!("{at} `function.name` must be a string, got {}", describe(function.get("name")))),
         }
         if !matches!(function.get("description"), Some(Value::String(_))) {
             out.push(format!(

@@ -1,0 +1,86 @@
+//! What an agent reports while it works: live events for a person watching
+//! (chat), and records for the run history.
+
+use std::time::Duration;
+
+/// Live progress of a turn, for `process_message_stream`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentEvent {
+    /// A piece of the reply text.
+    TextDelta(String),
+    /// A tool call starts: the tool and a short summary (the command, the path).
+    Running { tool: String, summary: String },
+    /// It succeeded; the first line of its output.
+    Success { tool: String, first_line: String },
+    /// It failed; the first three lines of the failure.
+    Failed { tool: String, lines: String },
+    /// Something the watcher should know (a cut repetition, a retry).
+    Notice(String),
+}
+
+/// How a tool call ended, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Success,
+    Failed,
+    Error,
+    Refused,
+    InvalidArgs,
+    UnknownTool,
+    Duplicate,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Success => "success",
+            ToolStatus::Failed => "failed",
+            ToolStatus::Error => "error",
+            ToolStatus::Refused => "refused",
+            ToolStatus::InvalidArgs => "invalid_args",
+            ToolStatus::UnknownTool => "unknown_tool",
+            ToolStatus::Duplicate => "duplicate",
+        }
+    }
+}
+
+/// One entry of a run's history.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEvent {
+    ModelCall {
+        iteration: u32,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        duration: Duration,
+        tool_calls: usize,
+        /// `None` when the call succeeded.
+        error: Option<String>,
+    },
+    ToolCall {
+        tool: String,
+        arguments: String,
+        status: ToolStatus,
+        duration: Duration,
+        /// The start of the result, for `routines show`.
+        detail: String,
+    },
+    Note {
+        kind: &'static str,
+        detail: String,
+    },
+}
+
+/// Receives run events (the store implements it for real runs).
+pub trait EventSink: Send + Sync {
+    fn record(&self, event: &RunEvent);
+}
+
+/// Totals of the last turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnStats {
+    pub iterations: u32,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub tool_calls: u32,
+    pub hit_iteration_limit: bool,
+}

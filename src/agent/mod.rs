@@ -1,0 +1,286 @@
+//! The agent: a ReAct tool-calling loop over a [`Provider`].
+//!
+//! One message in, one reply out. Each turn: memory recall → system prompt →
+//! model call with tool specs → each tool call checked by the policy (and
+//! confirmed where needed), run, and fed back → repeat until the model
+//! answers or `max_iterations` model calls are spent. The turn is built
+//! aside and joins the history only when it completes, so a cancelled or
+//! failed turn leaves the history as it was.
+
+pub mod events;
+mod history;
+pub mod prompt;
+mod record;
+mod turn;
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::config::{Language, ToolCallMode};
+use crate::llm::{LlmError, Message, Provider, ToolSpec};
+use crate::memory::Memory;
+use crate::policy::{Grants, Policy};
+use crate::tools::{AgentFacts, Registry, ToolContext};
+
+pub use events::{AgentEvent, EventSink, RunEvent, ToolStatus, TurnStats};
+pub use prompt::RoutineContext;
+pub use record::StoreRecorder;
+
+/// A person's answer to "run this?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirmation {
+    /// `y`: this once.
+    Yes,
+    /// `N`: refuse.
+    No,
+    /// `a`: this approval key for the rest of the session.
+    Always,
+}
+
+/// What the confirm function is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmRequest {
+    pub tool: String,
+    pub summary: String,
+    pub approval_key: String,
+    pub arguments: String,
+}
+
+pub type ConfirmFn = Arc<dyn Fn(ConfirmRequest) -> BoxFuture<'static, Confirmation> + Send + Sync>;
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error("tool {tool} failed and the turn cannot go on: {message}")]
+    Fatal { tool: String, message: String },
+}
+
+/// Settings of one agent.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub max_iterations: u32,
+    pub history_limit: usize,
+    pub tool_mode: ToolCallMode,
+    pub language: Language,
+    pub timezone: Tz,
+    /// Cap of one tool result, in characters.
+    pub max_result_chars: usize,
+    /// Recalled memories put into the prompt.
+    pub recall_limit: usize,
+    /// Store a summary of each turn in memory.
+    pub remember_turns: bool,
+}
+
+impl AgentOptions {
+    pub fn new(model: impl Into<String>) -> Self {
+        AgentOptions {
+            model: model.into(),
+            temperature: None,
+            max_tokens: None,
+            max_iterations: 10,
+            history_limit: 50,
+            tool_mode: ToolCallMode::Native,
+            language: Language::En,
+            timezone: Tz::UTC,
+            max_result_chars: crate::tools::MAX_RESULT_CHARS,
+            recall_limit: 5,
+            remember_turns: true,
+        }
+    }
+}
+
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    tools: Registry,
+    memory: Option<Memory>,
+    policy: Arc<Policy>,
+    opts: AgentOptions,
+    history: Vec<Message>,
+    routine: Option<RoutineContext>,
+    grants: Grants,
+    confirm: Option<ConfirmFn>,
+    approvals: HashSet<String>,
+    sink: Option<Arc<dyn EventSink>>,
+    clock: Clock,
+    last: TurnStats,
+}
+
+impl Agent {
+    pub fn new(provider: Arc<dyn Provider>, tools: Registry, policy: Arc<Policy>, opts: AgentOptions) -> Self {
+        Agent {
+            provider,
+            tools,
+            memory: None,
+            policy,
+            opts,
+            history: Vec::new(),
+            routine: None,
+            grants: Grants::default(),
+            confirm: None,
+            approvals: HashSet::new(),
+            sink: None,
+            clock: Arc::new(Utc::now),
+            last: TurnStats::default(),
+        }
+    }
+
+    pub fn set_memory(&mut self, memory: Option<Memory>) {
+        self.memory = memory;
+    }
+
+    /// Puts the agent in routine mode: the system prompt gains the Routine
+    /// execution section, and approval comes only from the routine's grants.
+    pub fn set_routine_name(&mut self, name: &str) {
+        let silent_token = self.routine.as_ref().and_then(|r| r.silent_token.clone());
+        self.routine = Some(RoutineContext { name: name.to_string(), silent_token, approach: None });
+    }
+
+    /// The silent token of the routine (a reply equal to it delivers nothing).
+    pub fn set_silent_token(&mut self, token: Option<String>) {
+        if let Some(r) = &mut self.routine {
+            r.silent_token = token;
+        }
+    }
+
+    /// What an unattended routine approved in advance.
+    pub fn set_grants(&mut self, grants: Grants) {
+        self.grants = grants;
+    }
+
+    /// Who answers `[y/N/a]`; without one, mutating tools that need approval
+    /// are refused unless granted.
+    pub fn set_confirm_fn(&mut self, confirm: Option<ConfirmFn>) {
+        self.confirm = confirm;
+    }
+
+    pub fn set_event_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
+        self.sink = sink;
+    }
+
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// Replaces the history (a persistent session); it is repaired and
+    /// trimmed to `history_limit`.
+    pub fn set_history(&mut self, mut history: Vec<Message>) {
+        history::repair(&mut history);
+        history::trim(&mut history, self.opts.history_limit);
+        self.history = history;
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    pub fn options(&self) -> &AgentOptions {
+        &self.opts
+    }
+
+    /// Totals of the last completed turn.
+    pub fn last_turn(&self) -> TurnStats {
+        self.last
+    }
+
+    /// Tools the model is shown under the current policy.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().filter(|t| self.policy.exposes(t.effect())).map(|t| t.spec()).collect()
+    }
+
+    /// The system prompt the next message would get (for `--dry-run`).
+    pub fn system_prompt(&self, message: &str) -> String {
+        let specs = self.tool_specs();
+        let recalled = self.recall(message);
+        self.build_prompt(&specs, &recalled)
+    }
+
+    /// Runs one message to its final reply (the unattended path).
+    pub async fn process_message(&mut self, message: &str) -> Result<String, AgentError> {
+        self.run_turn(message, None).await
+    }
+
+    /// Runs one message, sending text deltas and tool status events to `tx`
+    /// as they happen (the chat path). Returns the final reply too.
+    pub async fn process_message_stream(
+        &mut self,
+        message: &str,
+        tx: UnboundedSender<AgentEvent>,
+    ) -> Result<String, AgentError> {
+        self.run_turn(message, Some(&tx)).await
+    }
+
+    fn tool_context(&self) -> ToolContext {
+        ToolContext {
+            workspace: self.policy.workspace().to_path_buf(),
+            policy: self.policy.clone(),
+            memory: self.memory.clone(),
+            language: self.opts.language,
+            facts: AgentFacts {
+                model: self.opts.model.clone(),
+                autonomy: Some(self.policy.autonomy),
+                routine: self.routine.as_ref().map(|r| r.name.clone()),
+                tools: self.tool_specs().into_iter().map(|t| t.name).collect(),
+                timezone: self.opts.timezone.name().to_string(),
+            },
+        }
+    }
+
+    fn recall(&self, message: &str) -> Vec<crate::memory::MemoryEntry> {
+        let Some(m) = &self.memory else { return Vec::new() };
+        match m.recall(message, self.opts.recall_limit) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "Memory recall failed; going on without it.");
+                Vec::new()
+            }
+        }
+    }
+
+    fn build_prompt(&self, specs: &[ToolSpec], recalled: &[crate::memory::MemoryEntry]) -> String {
+        let workspace = self.policy.workspace();
+        let identity = identity_files(workspace);
+        let mut routine = self.routine.clone();
+        if let (Some(r), Some(m)) = (routine.as_mut(), &self.memory) {
+            r.approach = m.get(&approach_key(&r.name)).ok().flatten().map(|e| e.content);
+        }
+        prompt::system_prompt(&prompt::PromptInput {
+            language: self.opts.language,
+            autonomy: self.policy.autonomy,
+            tools: specs,
+            tool_mode: self.opts.tool_mode,
+            recalled,
+            workspace,
+            now: (self.clock)().with_timezone(&self.opts.timezone),
+            identity_files: &identity,
+            routine: routine.as_ref(),
+        })
+    }
+}
+
+/// Memory key of a routine's last successful approach.
+pub fn approach_key(routine: &str) -> String {
+    format!("routine:{routine}:approach")
+}
+
+/// USER.md, SOUL.md and AGENT.md from the workspace, where present.
+fn identity_files(workspace: &std::path::Path) -> Vec<(String, String)> {
+    ["USER.md", "SOUL.md", "AGENT.md"]
+        .iter()
+        .filter_map(|name| {
+            let path: PathBuf = workspace.join(name);
+            let text = std::fs::read_to_string(path).ok()?;
+            (!text.trim().is_empty()).then(|| ((*name).to_string(), text))
+        })
+        .collect()
+}

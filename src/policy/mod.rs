@@ -1,0 +1,168 @@
+//! The security policy: which tools an agent sees, which calls run, which
+//! need approval, and where in the file system tools may look.
+//!
+//! Decisions are ordered (`Allow < Prompt < Forbidden`); when several rules
+//! apply, the strictest wins. A refusal is a tool result the model reads,
+//! never a crash. The policy is checked before any confirmation: what it
+//! forbids is never asked.
+
+mod paths;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::config::Autonomy;
+use crate::tools::{CallInfo, Effect};
+
+pub use paths::PathError;
+
+/// The outcome of checking one call.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Decision {
+    Allow,
+    /// Needs approval: a person's in chat; the routine's grants unattended.
+    Prompt,
+    Forbidden(String),
+}
+
+/// What an unattended routine has approved in advance.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// The routine's `agent.tools` list.
+    pub tools: Vec<String>,
+    /// The routine's `agent.allow_commands`.
+    pub commands: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub autonomy: Autonomy,
+    /// Canonical workspace root.
+    workspace: PathBuf,
+    /// Canonical forbidden paths (those that exist) and their literal forms.
+    forbidden: Vec<PathBuf>,
+    pub allowed_commands: Vec<String>,
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Policy {
+    /// `workspace` must exist; forbidden paths that do not exist are kept as
+    /// written (they may appear later).
+    pub fn new(autonomy: Autonomy, workspace: &Path, forbidden: &[PathBuf]) -> Result<Self, PathError> {
+        let workspace = workspace
+            .canonicalize()
+            .map_err(|e| PathError::Workspace { path: workspace.to_path_buf(), reason: e.to_string() })?;
+        let forbidden = forbidden
+            .iter()
+            .flat_map(|p| {
+                let mut forms = vec![p.clone()];
+                if let Ok(c) = p.canonicalize() {
+                    forms.push(c);
+                }
+                forms
+            })
+            .collect();
+        Ok(Policy { autonomy, workspace, forbidden, allowed_commands: Vec::new(), allowed_hosts: Vec::new() })
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// Whether the agent is shown a tool with this effect at all.
+    pub fn exposes(&self, effect: Effect) -> bool {
+        !(self.autonomy == Autonomy::ReadOnly && effect == Effect::Mutating)
+    }
+
+    /// Decides one call. `grants` is `Some` in routine mode (nobody to ask);
+    /// `session` holds approval keys a person approved with `a`.
+    pub fn decide(
+        &self,
+        tool: &str,
+        effect: Effect,
+        call: &CallInfo,
+        grants: Option<&Grants>,
+        session: &HashSet<String>,
+    ) -> Decision {
+        if !self.exposes(effect) {
+            return Decision::Forbidden(format!(
+                "{tool} changes things and the autonomy level is read_only; use a read-only tool or report what you would do"
+            ));
+        }
+        if effect != Effect::Mutating || self.autonomy == Autonomy::Full {
+            return Decision::Allow;
+        }
+        // Supervised and mutating.
+        if let Some(g) = grants {
+            let granted = g.tools.iter().any(|t| t == tool) || g.commands.contains(&call.approval_key);
+            return if granted {
+                Decision::Allow
+            } else {
+                Decision::Forbidden(format!(
+                    "{tool} ({}) needs approval and nobody is present to give it; this routine has not pre-approved it (agent.tools / agent.allow_commands). Do not retry: report that it is needed",
+                    call.approval_key
+                ))
+            };
+        }
+        if session.contains(&call.approval_key) { Decision::Allow } else { Decision::Prompt }
+    }
+
+    /// Resolves a path a tool was given (relative to the workspace), and
+    /// refuses it if it leaves the workspace or touches a forbidden path.
+    pub fn resolve_path(&self, input: &str) -> Result<PathBuf, PathError> {
+        paths::confine(&self.workspace, &self.forbidden, input)
+    }
+
+    /// Whether a path already resolved is forbidden (for listings).
+    pub fn is_forbidden(&self, path: &Path) -> bool {
+        self.forbidden.iter().any(|f| path.starts_with(f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(key: &str) -> CallInfo {
+        CallInfo { summary: String::new(), approval_key: key.into() }
+    }
+
+    fn policy(a: Autonomy) -> Policy {
+        Policy::new(a, Path::new("."), &[]).unwrap()
+    }
+
+    #[test]
+    fn decisions_follow_the_autonomy_level() {
+        let none = HashSet::new();
+        let p = policy(Autonomy::ReadOnly);
+        assert_eq!(p.decide("file_read", Effect::ReadOnly, &call("file_read"), None, &none), Decision::Allow);
+        assert!(matches!(p.decide("x", Effect::Mutating, &call("x"), None, &none), Decision::Forbidden(_)));
+        let p = policy(Autonomy::Supervised);
+        assert_eq!(p.decide("memory_store", Effect::Memory, &call("memory_store"), None, &none), Decision::Allow);
+        assert_eq!(p.decide("memory_forget", Effect::Mutating, &call("memory_forget"), None, &none), Decision::Prompt);
+        let session: HashSet<String> = ["memory_forget".to_string()].into();
+        assert_eq!(
+            p.decide("memory_forget", Effect::Mutating, &call("memory_forget"), None, &session),
+            Decision::Allow
+        );
+        let p = policy(Autonomy::Full);
+        assert_eq!(p.decide("memory_forget", Effect::Mutating, &call("memory_forget"), None, &none), Decision::Allow);
+    }
+
+    #[test]
+    fn unattended_routines_need_grants() {
+        let none = HashSet::new();
+        let p = policy(Autonomy::Supervised);
+        let grants = Grants { tools: vec!["memory_forget".into()], commands: vec!["git".into()] };
+        assert_eq!(
+            p.decide("memory_forget", Effect::Mutating, &call("memory_forget"), Some(&grants), &none),
+            Decision::Allow
+        );
+        assert_eq!(p.decide("shell", Effect::Mutating, &call("git"), Some(&grants), &none), Decision::Allow);
+        match p.decide("shell", Effect::Mutating, &call("rm"), Some(&grants), &none) {
+            Decision::Forbidden(reason) => assert!(reason.contains("nobody is present"), "{reason}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(Decision::Forbidden(String::new()) > Decision::Prompt && Decision::Prompt > Decision::Allow);
+    }
+}

@@ -1,0 +1,162 @@
+//! Versioned schema migrations for the engine's SQLite database.
+//!
+//! Each entry of [`MIGRATIONS`] is `(version, sql)`. Versions start at 1 and
+//! increase by one; a migration, once released, is never edited (add a new
+//! one instead). Applied versions are recorded in the `schema_migrations`
+//! table (`version INTEGER PRIMARY KEY, applied_at TEXT`), not in
+//! `PRAGMA user_version`; each migration and its bookkeeping row are
+//! committed in one transaction, so a failed migration leaves no trace.
+
+use chrono::Utc;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{StoreError, to_db_time};
+
+/// All migrations this binary knows, in ascending version order.
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL)];
+
+/// Highest schema version this binary understands.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |(v, _)| *v)
+}
+
+const V1_INITIAL: &str = r#"
+CREATE TABLE runs (
+    id                INTEGER PRIMARY KEY,
+    kind              TEXT NOT NULL,            -- chat | routine | heartbeat | greeting
+    routine           TEXT,
+    trigger           TEXT NOT NULL,
+    scheduled_for     TEXT,
+    status            TEXT NOT NULL,
+    started_at        TEXT,
+    finished_at       TEXT,
+    output            TEXT,
+    error             TEXT,
+    prompt_tokens     INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    iterations        INTEGER NOT NULL DEFAULT 0,
+    created_at        TEXT NOT NULL,
+    -- NULLs never collide, so manual and chat runs (no scheduled_for) coexist.
+    UNIQUE (routine, scheduled_for)
+);
+CREATE INDEX runs_created_at ON runs (created_at);
+CREATE INDEX runs_status ON runs (status);
+
+CREATE TABLE run_events (
+    id                INTEGER PRIMARY KEY,
+    run_id            INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    seq               INTEGER NOT NULL,
+    at                TEXT NOT NULL,
+    kind              TEXT NOT NULL,            -- model_call | tool_call | note
+    tool              TEXT,
+    status            TEXT NOT NULL,
+    arguments         TEXT,
+    detail            TEXT,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER,
+    duration_ms       INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (run_id, seq)
+);
+
+CREATE TABLE memories (
+    id         INTEGER PRIMARY KEY,
+    key        TEXT NOT NULL UNIQUE,
+    content    TEXT NOT NULL,
+    category   TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX memories_updated_at ON memories (updated_at);
+CREATE INDEX memories_category_updated_at ON memories (category, updated_at);
+
+CREATE VIRTUAL TABLE memories_fts USING fts5 (
+    key, content, category,
+    content = 'memories',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+-- Default ranking: bm25 with a match in the key worth twice one in the
+-- content, and one in the category half as much.
+INSERT INTO memories_fts (memories_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0, 0.5)');
+
+CREATE TRIGGER memories_fts_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, key, content, category)
+    VALUES (new.id, new.key, new.content, new.category);
+END;
+CREATE TRIGGER memories_fts_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, key, content, category)
+    VALUES ('delete', old.id, old.key, old.content, old.category);
+END;
+CREATE TRIGGER memories_fts_au AFTER UPDATE OF key, content, category ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, key, content, category)
+    VALUES ('delete', old.id, old.key, old.content, old.category);
+    INSERT INTO memories_fts (rowid, key, content, category)
+    VALUES (new.id, new.key, new.content, new.category);
+END;
+"#;
+
+/// Highest applied version (0 when none). Needs the `schema_migrations`
+/// table, which [`apply`] creates.
+pub(crate) fn current_version(conn: &Connection) -> rusqlite::Result<i64> {
+    let v: Option<i64> =
+        conn.query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0)).optional()?.flatten();
+    Ok(v.unwrap_or(0))
+}
+
+/// Applies every migration newer than the database, one transaction each.
+/// Returns the resulting version. Refuses a database newer than this binary.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<i64, StoreError> {
+    apply(conn, MIGRATIONS)
+}
+
+/// [`migrate`] against an explicit list (tests use their own lists).
+pub(crate) fn apply(conn: &mut Connection, migrations: &[(i64, &str)]) -> Result<i64, StoreError> {
+    let supported = migrations.last().map_or(0, |(v, _)| *v);
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    INTEGER PRIMARY KEY,
+             applied_at TEXT
+         );",
+    )?;
+    let found = current_version(conn)?;
+    if found > supported {
+        return Err(StoreError::NewerSchema { found, supported });
+    }
+    let mut version = found;
+    for &(v, sql) in migrations.iter().filter(|(v, _)| *v > found) {
+        // IMMEDIATE takes the write lock up front, and the version is read
+        // again under it, so two processes opening the same file at once
+        // cannot both apply a migration.
+        let run = |conn: &mut Connection| -> rusqlite::Result<bool> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if current_version(&tx)? >= v {
+                return Ok(false);
+            }
+            tx.execute_batch(sql)?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                params![v, to_db_time(Utc::now())],
+            )?;
+            tx.commit()?;
+            Ok(true)
+        };
+        if run(conn).map_err(|cause| StoreError::Migration { version: v, cause })? {
+            tracing::info!(version = v, "applied database migration");
+        }
+        version = v;
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_start_at_one_and_increase_by_one() {
+        let versions: Vec<i64> = MIGRATIONS.iter().map(|(v, _)| *v).collect();
+        let expected: Vec<i64> = (1..=MIGRATIONS.len() as i64).collect();
+        assert_eq!(versions, expected);
+        assert_eq!(latest_version(), MIGRATIONS.len() as i64);
+    }
+}

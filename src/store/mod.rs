@@ -1,0 +1,303 @@
+//! The engine's single SQLite database: runs, run events and long-term memory.
+//!
+//! [`Store`] owns one connection behind a mutex; clones share it. Opening a
+//! store sets the pragmas (WAL journal, `busy_timeout` 5 s, foreign keys on,
+//! `synchronous = NORMAL`) and applies pending migrations from
+//! [`migrations::MIGRATIONS`], each in its own transaction. Applied versions
+//! are recorded in the `schema_migrations` table (not `PRAGMA user_version`).
+//!
+//! Timestamps are stored as RFC 3339 text in UTC with millisecond precision
+//! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
+
+pub mod migrations;
+mod runs;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::Connection;
+use rusqlite::types::Type;
+
+pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
+
+/// How long a statement waits for another process's lock before failing.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Errors from opening or using the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "could not create the database directory {}: {cause}; check that data_dir points to a \
+         location this user may write to",
+        path.display()
+    )]
+    CreateDir { path: PathBuf, cause: std::io::Error },
+    #[error(
+        "could not open the database {}: {cause}; check the file's permissions, that it is an \
+         SQLite database, and that data_dir points to a writable directory",
+        path.display()
+    )]
+    Open { path: PathBuf, cause: rusqlite::Error },
+    #[error(
+        "database migration to schema version {version} failed: {cause}; the database was left \
+         at the previous version; restore a backup or report this as a bug"
+    )]
+    Migration { version: i64, cause: rusqlite::Error },
+    #[error(
+        "the database uses schema version {found} but this build of routines supports at most \
+         version {supported}; upgrade routines, or point data_dir at a different database"
+    )]
+    NewerSchema { found: i64, supported: i64 },
+    #[error(
+        "routine {routine:?} already has a run scheduled for {}; this fire was already recorded, \
+         so it is not started twice",
+        to_db_time(*scheduled_for)
+    )]
+    DuplicateFire { routine: String, scheduled_for: DateTime<Utc> },
+    #[error("run {0} does not exist in the database")]
+    RunNotFound(i64),
+    #[error(
+        "the database connection is unusable because a thread panicked while using it; \
+         restart routines"
+    )]
+    Poisoned,
+    #[error("database operation failed: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+/// Handle to the database. Cheap to clone; clones share one connection.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, creating parent
+    /// directories, setting pragmas and applying pending migrations.
+    ///
+    /// Fails with [`StoreError::NewerSchema`] if the file was written by a
+    /// newer build with migrations this one does not know.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|cause| StoreError::CreateDir { path: parent.to_path_buf(), cause })?;
+        }
+        let open_err = |cause| StoreError::Open { path: path.to_path_buf(), cause };
+        let mut conn = Connection::open(path).map_err(open_err)?;
+        configure(&conn, true).map_err(open_err)?;
+        let version = migrations::migrate(&mut conn)?;
+        tracing::debug!(path = %path.display(), version, "opened database");
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), path: path.to_path_buf() })
+    }
+
+    /// A private in-memory database with all migrations applied (for tests).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let open_err = |cause| StoreError::Open { path: path.clone(), cause };
+        let mut conn = Connection::open_in_memory().map_err(open_err)?;
+        configure(&conn, false).map_err(open_err)?;
+        migrations::migrate(&mut conn)?;
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), path })
+    }
+
+    /// The database file's path (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Highest migration version applied to this database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.with_conn(migrations::current_version)
+    }
+
+    /// Runs `f` with exclusive use of the connection. For multi-statement
+    /// atomic work, open a transaction inside `f` with
+    /// `conn.unchecked_transaction()`.
+    pub fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let guard = self.conn.lock().map_err(|_| StoreError::Poisoned)?;
+        Ok(f(&guard)?)
+    }
+}
+
+/// Sets the connection pragmas. `wal` is false for in-memory databases,
+/// which cannot use WAL.
+fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    if wal {
+        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(mode, "SQLite refused WAL journal mode (is the database on a network filesystem?)");
+        }
+    }
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Formats a timestamp the way the database stores it:
+/// `2025-01-31T08:00:00.000Z`.
+pub fn to_db_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Reads a NOT NULL timestamp column written by [`to_db_time`].
+pub fn time_column(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<DateTime<Utc>> {
+    let text: String = row.get(idx)?;
+    parse_time(idx, &text)
+}
+
+/// Reads a nullable timestamp column written by [`to_db_time`].
+pub fn opt_time_column(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    let text: Option<String> = row.get(idx)?;
+    text.map(|t| parse_time(idx, &t)).transpose()
+}
+
+fn parse_time(idx: usize, text: &str) -> rusqlite::Result<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
+}
+
+/// u64 counters are stored as SQLite integers; saturate instead of wrapping.
+pub(crate) fn to_db_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Reads back a counter written by [`to_db_int`]; negatives become 0.
+pub(crate) fn from_db_int(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn table_names(store: &Store) -> Vec<String> {
+        store
+            .with_conn(|c| {
+                let mut stmt = c.prepare(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' \
+                     AND name NOT LIKE 'memories_fts_%' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                )?;
+                stmt.query_map([], |r| r.get(0))?.collect()
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn open_creates_parent_dirs_and_applies_migrations_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/deeper/routines.db");
+        let store = Store::open(&path).unwrap();
+        assert!(path.exists());
+        assert_eq!(store.path(), path.as_path());
+        assert_eq!(store.schema_version().unwrap(), migrations::latest_version());
+        assert_eq!(table_names(&store), ["memories", "memories_fts", "run_events", "runs", "schema_migrations"]);
+        drop(store);
+
+        // Reopening applies nothing new and keeps the data.
+        let store = Store::open(&path).unwrap();
+        let rows: Vec<i64> = store
+            .with_conn(|c| {
+                let mut s = c.prepare("SELECT version FROM schema_migrations ORDER BY version")?;
+                s.query_map([], |r| r.get(0))?.collect()
+            })
+            .unwrap();
+        let expected: Vec<i64> = migrations::MIGRATIONS.iter().map(|(v, _)| *v).collect();
+        assert_eq!(rows, expected);
+    }
+
+    #[test]
+    fn pragmas_are_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        let (mode, fk, sync, timeout): (String, i64, i64, i64) = store
+            .with_conn(|c| {
+                Ok((
+                    c.pragma_query_value(None, "journal_mode", |r| r.get(0))?,
+                    c.pragma_query_value(None, "foreign_keys", |r| r.get(0))?,
+                    c.pragma_query_value(None, "synchronous", |r| r.get(0))?,
+                    c.pragma_query_value(None, "busy_timeout", |r| r.get(0))?,
+                ))
+            })
+            .unwrap();
+        assert_eq!((mode.as_str(), fk, sync, timeout), ("wal", 1, 1, 5000));
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let store = Store::open(&path).unwrap();
+        let future = migrations::latest_version() + 3;
+        store
+            .with_conn(|c| c.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, 'x')", [future]))
+            .unwrap();
+        drop(store);
+        match Store::open(&path) {
+            Err(StoreError::NewerSchema { found, supported }) => {
+                assert_eq!((found, supported), (future, migrations::latest_version()));
+            }
+            other => panic!("expected NewerSchema, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn failed_migration_rolls_back_and_names_version() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        let list: &[(i64, &str)] =
+            &[(1, "CREATE TABLE a (x INTEGER);"), (2, "CREATE TABLE b (y INTEGER); THIS IS NOT SQL;")];
+        match migrations::apply(&mut conn, list) {
+            Err(StoreError::Migration { version, .. }) => assert_eq!(version, 2),
+            other => panic!("expected Migration error, got {other:?}"),
+        }
+        assert_eq!(migrations::current_version(&conn).unwrap(), 1);
+        let b_exists: i64 =
+            conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE name = 'b'", [], |r| r.get(0)).unwrap();
+        assert_eq!(b_exists, 0);
+    }
+
+    #[test]
+    fn open_error_names_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("not-a-db");
+        std::fs::write(&path, b"this is plainly not an sqlite file, it is text").unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("data_dir"), "{msg}");
+    }
+
+    #[test]
+    fn poisoned_lock_is_an_error() {
+        let store = Store::open_in_memory().unwrap();
+        let clone = store.clone();
+        let joined = std::thread::spawn(move || {
+            let _ = clone.with_conn(|_| -> rusqlite::Result<()> { panic!("boom") });
+        })
+        .join();
+        assert!(joined.is_err());
+        assert!(matches!(store.with_conn(|_| Ok(())), Err(StoreError::Poisoned)));
+    }
+
+    #[test]
+    fn time_round_trips_with_millis() {
+        let t = Utc.with_ymd_and_hms(2025, 1, 31, 8, 0, 5).unwrap() + chrono::Duration::milliseconds(42);
+        assert_eq!(to_db_time(t), "2025-01-31T08:00:05.042Z");
+        let store = Store::open_in_memory().unwrap();
+        let back = store.with_conn(|c| c.query_row("SELECT ?1", [to_db_time(t)], |r| time_column(r, 0))).unwrap();
+        assert_eq!(back, t);
+    }
+}

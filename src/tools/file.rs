@@ -1,0 +1,248 @@
+//! `file_read` and `file_list`: looking at the workspace.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+
+/// Largest file `file_read` opens.
+const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;
+/// Most entries `file_list` returns.
+const MAX_LIST_ENTRIES: usize = 500;
+
+pub struct FileRead;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileReadArgs {
+    /// Path relative to the workspace.
+    pub path: String,
+    /// First line to return (1-based).
+    pub offset: Option<usize>,
+    /// Number of lines to return.
+    pub limit: Option<usize>,
+}
+
+#[async_trait]
+impl Tool for FileRead {
+    const NAME: &'static str = "file_read";
+    type Args = FileReadArgs;
+
+    fn description(&self) -> &'static str {
+        "Read a text file in the workspace, optionally a range of lines."
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+
+    fn info(&self, args: &FileReadArgs) -> CallInfo {
+        CallInfo { summary: args.path.clone(), approval_key: Self::NAME.into() }
+    }
+
+    async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let path = ctx.policy.resolve_path(&args.path).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let meta = tokio::fs::metadata(&path).await.map_err(|e| io_failure(&args.path, &e))?;
+        if meta.is_dir() {
+            return Err(ToolError::failed(format!(
+                "`{}` is a directory; use file_list to see what it holds",
+                args.path
+            )));
+        }
+        if meta.len() > MAX_READ_BYTES && args.offset.is_none() && args.limit.is_none() {
+            return Err(ToolError::failed(format!(
+                "`{}` is {} bytes, larger than {MAX_READ_BYTES}; read a range with offset and limit",
+                args.path,
+                meta.len()
+            )));
+        }
+        let bytes = tokio::fs::read(&path).await.map_err(|e| io_failure(&args.path, &e))?;
+        if bytes[..bytes.len().min(8192)].contains(&0) {
+            return Err(ToolError::failed(format!("`{}` is a binary file, not text", args.path)));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if args.offset.is_none() && args.limit.is_none() {
+            return Ok(if text.is_empty() { format!("(`{}` is empty)", args.path) } else { text.into_owned() });
+        }
+        let start = args.offset.unwrap_or(1).max(1);
+        let lines: Vec<&str> = text.lines().collect();
+        let total = lines.len();
+        if start > total {
+            return Err(ToolError::failed(format!(
+                "`{}` has {total} lines; offset {start} is past the end",
+                args.path
+            )));
+        }
+        let end = args.limit.map_or(total, |l| (start - 1 + l).min(total));
+        let mut out = lines[start - 1..end].join("\n");
+        out.push_str(&format!("\n(lines {start}-{end} of {total})"));
+        Ok(out)
+    }
+}
+
+pub struct FileList;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileListArgs {
+    /// Directory relative to the workspace; default the workspace itself.
+    pub path: Option<String>,
+    /// List subdirectories too.
+    pub recursive: Option<bool>,
+}
+
+#[async_trait]
+impl Tool for FileList {
+    const NAME: &'static str = "file_list";
+    type Args = FileListArgs;
+
+    fn description(&self) -> &'static str {
+        "List files and directories in the workspace (directories end with /)."
+    }
+
+    fn effect(&self) -> Effect {
+        Effect::ReadOnly
+    }
+
+    fn info(&self, args: &FileListArgs) -> CallInfo {
+        CallInfo { summary: args.path.clone().unwrap_or_else(|| ".".into()), approval_key: Self::NAME.into() }
+    }
+
+    async fn call(&self, args: FileListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
+        let shown = args.path.clone().unwrap_or_else(|| ".".into());
+        let root = ctx.policy.resolve_path(&shown).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let meta = tokio::fs::metadata(&root).await.map_err(|e| io_failure(&shown, &e))?;
+        if !meta.is_dir() {
+            return Err(ToolError::failed(format!("`{shown}` is a file, not a directory; use file_read")));
+        }
+        let recursive = args.recursive.unwrap_or(false);
+        let policy = ctx.policy.clone();
+        let listing = tokio::task::spawn_blocking(move || list(&root, recursive, &|p| policy.is_forbidden(p)))
+            .await
+            .map_err(|e| ToolError::System(format!("listing failed: {e}")))?
+            .map_err(|e| io_failure(&shown, &e))?;
+        if listing.entries.is_empty() {
+            return Ok(format!("(`{shown}` is empty)"));
+        }
+        let mut out = listing.entries.join("\n");
+        if listing.more {
+            out.push_str(&format!("\n(listing stopped at {MAX_LIST_ENTRIES} entries; list a subdirectory)"));
+        }
+        Ok(out)
+    }
+}
+
+struct Listing {
+    entries: Vec<String>,
+    more: bool,
+}
+
+fn list(root: &Path, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std::io::Result<Listing> {
+    let mut out = Listing { entries: Vec::new(), more: false };
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let mut children: Vec<_> = std::fs::read_dir(&dir)?.filter_map(Result::ok).collect();
+        children.sort_by_key(std::fs::DirEntry::file_name);
+        let mut subdirs = Vec::new();
+        for child in children {
+            let path = child.path();
+            if forbidden(&path) {
+                continue;
+            }
+            let rel = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+            let Ok(ft) = child.file_type() else { continue };
+            if out.entries.len() >= MAX_LIST_ENTRIES {
+                out.more = true;
+                return Ok(out);
+            }
+            if ft.is_dir() {
+                out.entries.push(format!("{rel}/"));
+                let name = child.file_name();
+                if recursive && name != ".git" && name != "target" && name != "node_modules" {
+                    subdirs.push(path);
+                }
+            } else {
+                let size = child.metadata().map(|m| m.len()).unwrap_or(0);
+                out.entries.push(format!("{rel} ({})", human_size(size)));
+            }
+        }
+        stack.extend(subdirs.into_iter().rev());
+    }
+    Ok(out)
+}
+
+fn human_size(n: u64) -> String {
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KB", n as f64 / 1024.0),
+        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
+    }
+}
+
+fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            ToolError::failed(format!("`{shown}` does not exist; use file_list to see what does"))
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            ToolError::failed(format!("`{shown}` cannot be read: permission denied"))
+        }
+        _ => ToolError::System(format!("`{shown}`: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Autonomy, Language};
+    use crate::policy::Policy;
+    use std::sync::Arc;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            workspace: dir.to_path_buf(),
+            policy: Arc::new(Policy::new(Autonomy::Supervised, dir, &[dir.join("private")]).unwrap()),
+            memory: None,
+            language: Language::En,
+            facts: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_files_and_line_ranges() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let c = ctx(dir.path());
+        let args = |p: &str, o, l| FileReadArgs { path: p.into(), offset: o, limit: l };
+        assert_eq!(FileRead.call(args("a.txt", None, None), &c).await.unwrap(), "one\ntwo\nthree\n");
+        assert_eq!(FileRead.call(args("a.txt", Some(2), Some(1)), &c).await.unwrap(), "two\n(lines 2-2 of 3)");
+        assert_eq!(
+            FileRead.call(args("nope.txt", None, None), &c).await.unwrap_err(),
+            ToolError::failed("`nope.txt` does not exist; use file_list to see what does")
+        );
+        assert!(matches!(FileRead.call(args("../x", None, None), &c).await, Err(ToolError::Refused(_))));
+        std::fs::write(dir.path().join("bin"), [0u8, 1, 2]).unwrap();
+        assert_eq!(
+            FileRead.call(args("bin", None, None), &c).await.unwrap_err(),
+            ToolError::failed("`bin` is a binary file, not text")
+        );
+    }
+
+    #[tokio::test]
+    async fn lists_directories_without_forbidden_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(root.join("private")).unwrap();
+        std::fs::write(root.join("sub/b.md"), "bb").unwrap();
+        std::fs::write(root.join("a.txt"), "a").unwrap();
+        let c = ctx(&root);
+        let flat = FileList.call(FileListArgs { path: None, recursive: None }, &c).await.unwrap();
+        assert_eq!(flat, "a.txt (1 B)\nsub/");
+        let deep = FileList.call(FileListArgs { path: None, recursive: Some(true) }, &c).await.unwrap();
+        assert_eq!(deep, "a.txt (1 B)\nsub/\nsub/b.md (2 B)");
+    }
+}

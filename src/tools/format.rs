@@ -1,0 +1,87 @@
+//! How tool results read to the model (SPEC §8).
+
+use super::ToolError;
+use crate::config::Language;
+
+/// Default cap of one tool result, in characters.
+pub const MAX_RESULT_CHARS: usize = 16_000;
+
+struct Labels {
+    failed: &'static str,
+    partial: &'static str,
+    error: &'static str,
+}
+
+fn labels(lang: Language) -> Labels {
+    match lang {
+        Language::En => Labels { failed: "[failed]", partial: "[partial output]", error: "[error]" },
+        Language::Zh => Labels { failed: "[失败]", partial: "[部分输出]", error: "[错误]" },
+    }
+}
+
+/// Success → the output as is; failure → `[failed] <error>` then
+/// `[partial output]` and what was produced; system error → `[error] <message>`.
+/// Long output is truncated with a marker that says how much was cut.
+pub fn format_result(result: &Result<String, ToolError>, lang: Language, max_chars: usize) -> String {
+    let l = labels(lang);
+    let text = match result {
+        Ok(out) => out.clone(),
+        Err(ToolError::Failed { message, partial }) => match partial {
+            Some(p) if !p.is_empty() => format!("{} {message}\n{}\n{p}", l.failed, l.partial),
+            _ => format!("{} {message}", l.failed),
+        },
+        Err(ToolError::InvalidArgs(m) | ToolError::Refused(m)) => format!("{} {m}", l.failed),
+        Err(ToolError::System(m) | ToolError::Fatal(m)) => format!("{} {m}", l.error),
+    };
+    truncate(&text, max_chars, lang)
+}
+
+/// Keeps the head and the tail of `text` within `max_chars`, with a marker
+/// in between saying how many characters were cut.
+pub fn truncate(text: &str, max_chars: usize, lang: Language) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_string();
+    }
+    let keep = max_chars.saturating_sub(80);
+    let head_len = keep * 3 / 4;
+    let tail_len = keep - head_len;
+    let cut = total - head_len - tail_len;
+    let head: String = text.chars().take(head_len).collect();
+    let tail: String = text.chars().skip(total - tail_len).collect();
+    let marker = match lang {
+        Language::En => format!("\n[... truncated: {cut} of {total} characters cut ...]\n"),
+        Language::Zh => format!("\n[... 已截断：共 {total} 个字符，省略 {cut} 个 ...]\n"),
+    };
+    format!("{head}{marker}{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_each_outcome_in_both_languages() {
+        let ok: Result<String, ToolError> = Ok("done".into());
+        assert_eq!(format_result(&ok, Language::En, 100), "done");
+        let failed = Err(ToolError::Failed { message: "exit code 2".into(), partial: Some("line 1".into()) });
+        assert_eq!(format_result(&failed, Language::En, 100), "[failed] exit code 2\n[partial output]\nline 1");
+        assert_eq!(format_result(&failed, Language::Zh, 100), "[失败] exit code 2\n[部分输出]\nline 1");
+        let sys = Err(ToolError::System("database is locked".into()));
+        assert_eq!(format_result(&sys, Language::En, 100), "[error] database is locked");
+        assert_eq!(format_result(&sys, Language::Zh, 100), "[错误] database is locked");
+        let refused = Err(ToolError::Refused("path is outside the workspace".into()));
+        assert_eq!(format_result(&refused, Language::En, 100), "[failed] path is outside the workspace");
+    }
+
+    #[test]
+    fn truncates_with_a_marker_that_counts_what_was_cut() {
+        let text: String = (0..1000).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+        let out = truncate(&text, 200, Language::En);
+        assert!(out.contains("[... truncated: 880 of 1000 characters cut ...]"), "{out}");
+        assert!(out.starts_with(&text[..90]));
+        assert!(out.ends_with(&text[970..]));
+        assert!(truncate(&text, 200, Language::Zh).contains("已截断"));
+        assert_eq!(truncate("short", 200, Language::En), "short");
+    }
+}

@@ -1,0 +1,283 @@
+//! Tools the agent can call.
+//!
+//! A tool is a typed struct ([`Tool`]): its arguments are a serde struct
+//! whose JSON schema is derived with schemars, so the schema the model sees
+//! and the parser that reads its calls cannot drift apart. One blanket impl
+//! erases the type ([`DynTool`]) for the [`Registry`].
+
+mod file;
+mod format;
+mod memory;
+mod self_info;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::{Autonomy, Language};
+use crate::llm::ToolSpec;
+use crate::memory::Memory;
+use crate::policy::Policy;
+
+pub use file::{FileList, FileRead};
+pub use format::{MAX_RESULT_CHARS, format_result, truncate};
+pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
+pub use self_info::SelfInfo;
+
+/// What a tool may change, which decides where the policy lets it run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Effect {
+    /// Reads only.
+    ReadOnly,
+    /// Writes the agent's own memory, nothing in the workspace.
+    Memory,
+    /// Changes the workspace or the world, or destroys stored knowledge.
+    Mutating,
+}
+
+/// Why a tool call did not produce its output. Who sees what:
+/// everything but [`ToolError::Fatal`] goes back to the model as the tool
+/// result, so it can fix its call; `Fatal` ends the turn.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The tool ran and failed (file missing, non-zero exit); what it
+    /// produced before failing is kept.
+    #[error("{message}")]
+    Failed { message: String, partial: Option<String> },
+    /// The arguments do not fit the schema.
+    #[error("{0}")]
+    InvalidArgs(String),
+    /// The security policy refused the call.
+    #[error("{0}")]
+    Refused(String),
+    /// Something in the system failed (I/O, the database); the model is told.
+    #[error("{0}")]
+    System(String),
+    /// The turn cannot go on.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl ToolError {
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed { message: message.into(), partial: None }
+    }
+}
+
+/// What the policy and the status lines need to know about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallInfo {
+    /// Short description for status lines, e.g. the path read.
+    pub summary: String,
+    /// What an approval covers: the base command for the shell, the tool
+    /// name otherwise.
+    pub approval_key: String,
+}
+
+/// Facts about the running agent, for `self_info`.
+#[derive(Debug, Clone, Default)]
+pub struct AgentFacts {
+    pub model: String,
+    pub autonomy: Option<Autonomy>,
+    pub routine: Option<String>,
+    pub tools: Vec<String>,
+    pub timezone: String,
+}
+
+/// Everything a tool call may use.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub workspace: PathBuf,
+    pub policy: Arc<Policy>,
+    pub memory: Option<Memory>,
+    pub language: Language,
+    pub facts: AgentFacts,
+}
+
+/// A typed tool.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    const NAME: &'static str;
+    type Args: DeserializeOwned + JsonSchema + Send + Sync;
+
+    fn description(&self) -> &'static str;
+    fn effect(&self) -> Effect;
+    fn info(&self, args: &Self::Args) -> CallInfo {
+        let _ = args;
+        CallInfo { summary: String::new(), approval_key: Self::NAME.to_string() }
+    }
+    async fn call(&self, args: Self::Args, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+/// A tool with its type erased, as the registry holds it.
+#[async_trait]
+pub trait DynTool: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn spec(&self) -> ToolSpec;
+    fn effect(&self) -> Effect;
+    /// Parses the arguments and describes the call; bad arguments are an
+    /// [`ToolError::InvalidArgs`] the model can act on.
+    fn inspect(&self, args: &Value) -> Result<CallInfo, ToolError>;
+    async fn invoke(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError>;
+}
+
+#[async_trait]
+impl<T: Tool> DynTool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: T::NAME.to_string(),
+            description: self.description().to_string(),
+            parameters: parameters_schema::<T::Args>(),
+        }
+    }
+
+    fn effect(&self) -> Effect {
+        Tool::effect(self)
+    }
+
+    fn inspect(&self, args: &Value) -> Result<CallInfo, ToolError> {
+        let parsed = parse_args::<T::Args>(T::NAME, args.clone())?;
+        Ok(self.info(&parsed))
+    }
+
+    async fn invoke(&self, args: Value, ctx: &ToolContext) -> Result<String, ToolError> {
+        let parsed = parse_args::<T::Args>(T::NAME, args)?;
+        self.call(parsed, ctx).await
+    }
+}
+
+fn parse_args<A: DeserializeOwned + JsonSchema>(name: &str, args: Value) -> Result<A, ToolError> {
+    let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+    serde_json::from_value(args).map_err(|e| {
+        let sig = crate::llm::json_calls::signature(&parameters_schema::<A>());
+        ToolError::InvalidArgs(format!("invalid arguments for {name}: {e}; expected {name}({sig})"))
+    })
+}
+
+/// The JSON schema of an argument struct, in the plain form chat APIs and
+/// small models read best: inlined, no `$schema`/`title`, optional fields
+/// typed by their value rather than `[T, "null"]`.
+pub fn parameters_schema<A: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07().with(|s| s.inline_subschemas = true).into_generator();
+    let mut schema = generator.into_root_schema_for::<A>().to_value();
+    if let Some(o) = schema.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+        o.entry("properties").or_insert_with(|| Value::Object(Default::default()));
+        if let Some(props) = o.get_mut("properties").and_then(Value::as_object_mut) {
+            for p in props.values_mut() {
+                simplify(p);
+            }
+        }
+    }
+    schema
+}
+
+fn simplify(p: &mut Value) {
+    let Some(o) = p.as_object_mut() else { return };
+    o.remove("default");
+    if let Some(Value::Array(types)) = o.get("type") {
+        let non_null: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
+        if non_null.len() == 1 {
+            o.insert("type".into(), non_null[0].clone());
+        }
+    }
+    if let Some(Value::String(f)) = o.get("format") {
+        if f.starts_with("uint") || f.starts_with("int") {
+            o.remove("format");
+            o.remove("minimum");
+        }
+    }
+}
+
+/// The tools one agent has, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<&'static str, Arc<dyn DynTool>>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every tool built so far (reading, memory, self_info).
+    pub fn builtin() -> Self {
+        let mut r = Registry::new();
+        r.add(FileRead);
+        r.add(FileList);
+        r.add(MemoryStore);
+        r.add(MemoryRecall);
+        r.add(MemoryForget);
+        r.add(SelfInfo);
+        r
+    }
+
+    pub fn add<T: DynTool + 'static>(&mut self, tool: T) {
+        self.tools.insert(tool.name(), Arc::new(tool));
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.keys().copied().collect()
+    }
+
+    /// Keeps only the named tools (a routine's `tools:` list).
+    pub fn retain(&mut self, keep: &[String]) {
+        self.tools.retain(|name, _| keep.iter().any(|k| k == name));
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn DynTool>> {
+        self.tools.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn derives_plain_schemas_from_argument_structs() {
+        let spec = FileRead.spec();
+        assert_eq!(spec.name, "file_read");
+        let props = &spec.parameters["properties"];
+        assert_eq!(props["path"]["type"], json!("string"));
+        assert_eq!(props["offset"]["type"], json!("integer"));
+        assert_eq!(spec.parameters["required"], json!(["path"]));
+        assert!(spec.parameters.get("$schema").is_none());
+        let spec = SelfInfo.spec();
+        assert_eq!(spec.parameters["properties"], json!({}));
+    }
+
+    #[test]
+    fn reports_bad_arguments_with_the_expected_signature() {
+        let err = FileRead.inspect(&json!({"file": "a"})).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid arguments for file_read: unknown field `file`, expected one of `path`, `offset`, `limit`; expected file_read(limit?: integer, offset?: integer, path: string)"
+        );
+        let err = FileRead.inspect(&json!({"path": 5})).unwrap_err();
+        assert!(err.to_string().starts_with("invalid arguments for file_read: invalid type: integer `5`"), "{err}");
+    }
+}

@@ -1,0 +1,115 @@
+//! Helpers shared by the integration tests.
+
+pub mod mock_llm;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use routines::agent::{Agent, AgentOptions, EventSink, RunEvent};
+use routines::config::{Autonomy, Secret};
+use routines::llm::{OpenAiProvider, ProviderOptions, RetryPolicy};
+use routines::memory::Memory;
+use routines::policy::Policy;
+use routines::store::Store;
+use routines::tools::Registry;
+
+use mock_llm::MockLlm;
+
+/// The system prompt headings of chat mode, in order.
+pub const CHAT_SECTIONS: [&str; 7] =
+    ["## Identity", "## Tools", "## Safety", "## Memory", "## Environment", "## Decision principles", "## Language"];
+
+pub fn provider_options(mock: &MockLlm) -> ProviderOptions {
+    ProviderOptions {
+        base_url: mock.base_url(),
+        api_key: Some(Secret::new("sk-test-key")),
+        api_key_var: Some("TEST_KEY".into()),
+        timeout: Duration::from_secs(10),
+        retry: RetryPolicy {
+            max_retries: 2,
+            base: Duration::from_millis(10),
+            max_delay: Duration::from_millis(50),
+            max_retry_after: Duration::from_secs(5),
+        },
+    }
+}
+
+/// Captures every run event an agent records.
+#[derive(Default)]
+pub struct Events(pub Mutex<Vec<RunEvent>>);
+
+impl EventSink for Events {
+    fn record(&self, event: &RunEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+impl Events {
+    pub fn all(&self) -> Vec<RunEvent> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A workspace in a tempdir, a real SQLite store, and a mock model.
+pub struct Harness {
+    pub mock: MockLlm,
+    pub dir: tempfile::TempDir,
+    pub store: Store,
+    pub memory: Memory,
+    pub events: Arc<Events>,
+}
+
+impl Harness {
+    pub async fn new() -> Harness {
+        let mock = MockLlm::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let store = Store::open(&dir.path().join("state/routines.db")).unwrap();
+        let memory = Memory::new(store.clone());
+        Harness { mock, dir, store, memory, events: Arc::new(Events::default()) }
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.path().join("ws").canonicalize().unwrap()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.workspace().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn agent(&self, autonomy: Autonomy, tweak: impl FnOnce(&mut AgentOptions, &mut ProviderOptions)) -> Agent {
+        let mut opts = AgentOptions::new("mock-model");
+        let mut popts = provider_options(&self.mock);
+        tweak(&mut opts, &mut popts);
+        let provider = Arc::new(OpenAiProvider::new(popts).unwrap());
+        let policy = Arc::new(Policy::new(autonomy, &self.workspace(), &[]).unwrap());
+        let mut agent = Agent::new(provider, Registry::builtin(), policy, opts);
+        agent.set_memory(Some(self.memory.clone()));
+        agent.set_event_sink(Some(self.events.clone()));
+        agent
+    }
+}
+
+/// The `content` of message `i` of request `r`.
+pub fn content(req: &serde_json::Value, i: usize) -> String {
+    req["messages"][i]["content"].as_str().unwrap_or("").to_string()
+}
+
+/// The last message of a request.
+pub fn last_message(req: &serde_json::Value) -> serde_json::Value {
+    req["messages"].as_array().unwrap().last().unwrap().clone()
+}
+
+/// Path of the built `routines` binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_routines"))
+}
+
+pub fn write_file(dir: &Path, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
