@@ -114,11 +114,16 @@ pub struct Agent {
     sink: Option<Arc<dyn EventSink>>,
     clock: Clock,
     last: TurnStats,
+    /// Specs of the tools the policy exposes, built once.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl Agent {
     pub fn new(provider: Arc<dyn Provider>, tools: Registry, policy: Arc<Policy>, opts: AgentOptions) -> Self {
+        let specs: Arc<[ToolSpec]> =
+            tools.iter().filter(|t| policy.exposes(t.effect())).map(|t| t.spec()).collect::<Vec<_>>().into();
         Agent {
+            specs,
             provider,
             tools,
             memory: None,
@@ -194,8 +199,8 @@ impl Agent {
     }
 
     /// Tools the model is shown under the current policy.
-    pub fn tool_specs(&self) -> Vec<ToolSpec> {
-        self.tools.iter().filter(|t| self.policy.exposes(t.effect())).map(|t| t.spec()).collect()
+    pub fn tool_specs(&self) -> Arc<[ToolSpec]> {
+        self.specs.clone()
     }
 
     /// The system prompt the next message would get (for `--dry-run`).
@@ -230,7 +235,7 @@ impl Agent {
                 model: self.opts.model.clone(),
                 autonomy: Some(self.policy.autonomy),
                 routine: self.routine.as_ref().map(|r| r.name.clone()),
-                tools: self.tool_specs().into_iter().map(|t| t.name).collect(),
+                tools: self.specs.iter().map(|t| t.name.clone()).collect(),
                 timezone: self.opts.timezone.name().to_string(),
             },
         }

@@ -1,6 +1,7 @@
 //! One turn of the loop: model calls and tool calls until a final reply.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
@@ -109,7 +110,7 @@ impl Agent {
         Ok(reply)
     }
 
-    fn request(&self, system: &str, turn: &[Message], offer_tools: bool, specs: &[ToolSpec]) -> ChatRequest {
+    fn request(&self, system: &str, turn: &[Message], offer_tools: bool, specs: &Arc<[ToolSpec]>) -> ChatRequest {
         let mut messages = Vec::with_capacity(1 + self.history.len() + turn.len());
         messages.push(Message::system(system));
         messages.extend(self.history.iter().cloned());
@@ -121,7 +122,7 @@ impl Agent {
         ChatRequest {
             model: self.opts.model.clone(),
             messages,
-            tools: if offer_tools && !json_mode { specs.to_vec() } else { Vec::new() },
+            tools: if offer_tools && !json_mode { specs.clone() } else { Arc::new([]) },
             temperature: self.opts.temperature,
             max_tokens: self.opts.max_tokens,
         }
@@ -266,7 +267,7 @@ impl Agent {
         tx: Option<&UnboundedSender<AgentEvent>>,
     ) -> (Result<String, ToolError>, ToolStatus) {
         let Some(tool) = self.tools.get(&call.name).cloned().filter(|t| self.policy.exposes(t.effect())) else {
-            let names: Vec<String> = self.tool_specs().into_iter().map(|t| t.name).collect();
+            let names: Vec<String> = self.specs.iter().map(|t| t.name.clone()).collect();
             let hint = match did_you_mean(&call.name, names.iter().map(String::as_str)) {
                 Some(best) => format!(" Did you mean `{best}`?"),
                 None => String::new(),

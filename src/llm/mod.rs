@@ -94,8 +94,9 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
-    /// Empty: the request carries no `tools` field.
-    pub tools: Vec<ToolSpec>,
+    /// Empty: the request carries no `tools` field. Shared, since the same
+    /// specs go out with every call of a turn.
+    pub tools: std::sync::Arc<[ToolSpec]>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
 }

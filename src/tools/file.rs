@@ -45,42 +45,42 @@ impl Tool for FileRead {
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.policy.resolve_path(&args.path).map_err(|e| ToolError::Refused(e.to_string()))?;
-        let meta = tokio::fs::metadata(&path).await.map_err(|e| io_failure(&args.path, &e))?;
-        if meta.is_dir() {
-            return Err(ToolError::failed(format!(
-                "`{}` is a directory; use file_list to see what it holds",
-                args.path
-            )));
-        }
-        if meta.len() > MAX_READ_BYTES && args.offset.is_none() && args.limit.is_none() {
-            return Err(ToolError::failed(format!(
-                "`{}` is {} bytes, larger than {MAX_READ_BYTES}; read a range with offset and limit",
-                args.path,
-                meta.len()
-            )));
-        }
-        let bytes = tokio::fs::read(&path).await.map_err(|e| io_failure(&args.path, &e))?;
-        if bytes[..bytes.len().min(8192)].contains(&0) {
-            return Err(ToolError::failed(format!("`{}` is a binary file, not text", args.path)));
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        if args.offset.is_none() && args.limit.is_none() {
-            return Ok(if text.is_empty() { format!("(`{}` is empty)", args.path) } else { text.into_owned() });
-        }
-        let start = args.offset.unwrap_or(1).max(1);
-        let lines: Vec<&str> = text.lines().collect();
-        let total = lines.len();
-        if start > total {
-            return Err(ToolError::failed(format!(
-                "`{}` has {total} lines; offset {start} is past the end",
-                args.path
-            )));
-        }
-        let end = args.limit.map_or(total, |l| (start - 1 + l).min(total));
-        let mut out = lines[start - 1..end].join("\n");
-        out.push_str(&format!("\n(lines {start}-{end} of {total})"));
-        Ok(out)
+        tokio::task::spawn_blocking(move || read(&path, &args))
+            .await
+            .map_err(|e| ToolError::System(format!("reading failed: {e}")))?
     }
+}
+
+fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
+    let meta = std::fs::metadata(path).map_err(|e| io_failure(&args.path, &e))?;
+    if meta.is_dir() {
+        return Err(ToolError::failed(format!("`{}` is a directory; use file_list to see what it holds", args.path)));
+    }
+    if meta.len() > MAX_READ_BYTES && args.offset.is_none() && args.limit.is_none() {
+        return Err(ToolError::failed(format!(
+            "`{}` is {} bytes, larger than {MAX_READ_BYTES}; read a range with offset and limit",
+            args.path,
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| io_failure(&args.path, &e))?;
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return Err(ToolError::failed(format!("`{}` is a binary file, not text", args.path)));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    if args.offset.is_none() && args.limit.is_none() {
+        return Ok(if text.is_empty() { format!("(`{}` is empty)", args.path) } else { text.into_owned() });
+    }
+    let start = args.offset.unwrap_or(1).max(1);
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    if start > total {
+        return Err(ToolError::failed(format!("`{}` has {total} lines; offset {start} is past the end", args.path)));
+    }
+    let end = args.limit.map_or(total, |l| (start - 1 + l).min(total));
+    let mut out = lines[start - 1..end].join("\n");
+    out.push_str(&format!("\n(lines {start}-{end} of {total})"));
+    Ok(out)
 }
 
 pub struct FileList;

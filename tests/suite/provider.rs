@@ -17,7 +17,8 @@ fn request() -> ChatRequest {
             name: "self_info".into(),
             description: "who".into(),
             parameters: json!({"type": "object", "properties": {}}),
-        }],
+        }]
+        .into(),
         temperature: Some(0.2),
         max_tokens: Some(64),
     }
