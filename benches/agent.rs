@@ -90,11 +90,15 @@ fn main() {
     let store = Store::open(&dir.path().join("bench.db")).unwrap();
     let memory = Memory::new(store);
     for i in 0..1_000 {
-        memory.store(&format!("fact:{i}"), &format!("The user noted item {i} about notes and reports."), "core").unwrap();
+        memory
+            .store(&format!("fact:{i}"), &format!("The user noted item {i} about notes and reports."), "core")
+            .unwrap();
     }
     let mut remembering = agent(dir.path(), Some(memory));
     let (p50, p99) = measure(&rt, &mut remembering, messages);
-    println!("agent overhead per loop iteration, with memory: p50 {p50:?}  p99 {p99:?}  (recall + turn summary in SQLite)");
+    println!(
+        "agent overhead per loop iteration, with memory: p50 {p50:?}  p99 {p99:?}  (recall + turn summary in SQLite)"
+    );
 
     let prompt = plain.system_prompt("What do the notes say?");
     let schemas: usize = plain.tool_specs().iter().map(|t| serde_json::to_string(&t.parameters).unwrap().len()).sum();

@@ -67,6 +67,9 @@ impl Harness {
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         let store = Store::open(&dir.path().join("state/routines.db")).unwrap();
         let memory = Memory::new(store.clone());
+        // Every request of every test has the chat sections in order, unless
+        // a test expects others.
+        mock.expect_sections(&CHAT_SECTIONS);
         Harness { mock, dir, store, memory, events: Arc::new(Events::default()) }
     }
 

@@ -16,7 +16,6 @@ async fn runs_several_tool_calls_of_one_reply_in_order() {
     let h = Harness::new().await;
     h.write("a.txt", "alpha");
     h.write("b.txt", "beta");
-    h.mock.expect_sections(&CHAT_SECTIONS);
     h.mock.push_all([
         tool_calls(vec![("file_read", json!({"path": "a.txt"})), ("file_read", json!({"path": "b.txt"}))]),
         text("alpha and beta"),
@@ -274,6 +273,21 @@ async fn recalled_memory_enters_the_prompt_and_turns_are_remembered() {
     assert_eq!(turns.len(), 1);
     assert!(turns[0].content.starts_with("Asked: what am I doing with the billing service?"), "{:?}", turns[0]);
     assert!(turns[0].content.contains("Answered: You are migrating billing to Postgres."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_files_of_the_workspace_join_the_identity_section() {
+    let h = Harness::new().await;
+    h.write("USER.md", "The user is Ada, a site reliability engineer.");
+    h.write("SOUL.md", "   \n");
+    h.mock.push(text("Hello Ada."));
+    let mut agent = h.agent(Autonomy::Supervised, |_, _| {});
+    agent.process_message("hi").await.unwrap();
+    let system = crate::common::content(&h.mock.requests()[0], 0);
+    let identity = system.split("## Tools").next().unwrap();
+    assert!(identity.contains("### USER.md\nThe user is Ada, a site reliability engineer."), "{system}");
+    assert!(!identity.contains("SOUL.md"), "an empty file adds nothing");
+    h.mock.assert_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
