@@ -294,7 +294,8 @@ impl Agent {
             let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary: info.summary.clone() });
         }
         let grants = self.routine.as_ref().map(|_| &self.grants);
-        match self.policy.decide(&call.name, tool.effect(), &info, grants, &self.approvals) {
+        let effect = info.effect.unwrap_or_else(|| tool.effect());
+        match self.policy.decide(&call.name, effect, &info, grants, &self.approvals) {
             Decision::Forbidden(reason) => return (Err(ToolError::Refused(reason)), ToolStatus::Refused),
             Decision::Prompt => {
                 let Some(confirm) = self.confirm.clone() else {

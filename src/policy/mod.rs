@@ -124,7 +124,7 @@ mod tests {
     use super::*;
 
     fn call(key: &str) -> CallInfo {
-        CallInfo { summary: String::new(), approval_key: key.into() }
+        CallInfo::new("", key)
     }
 
     fn policy(a: Autonomy) -> Policy {

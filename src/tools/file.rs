@@ -40,7 +40,7 @@ impl Tool for FileRead {
     }
 
     fn info(&self, args: &FileReadArgs) -> CallInfo {
-        CallInfo { summary: args.path.clone(), approval_key: Self::NAME.into() }
+        CallInfo::new(args.path.clone(), Self::NAME)
     }
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -108,7 +108,7 @@ impl Tool for FileList {
     }
 
     fn info(&self, args: &FileListArgs) -> CallInfo {
-        CallInfo { summary: args.path.clone().unwrap_or_else(|| ".".into()), approval_key: Self::NAME.into() }
+        CallInfo::new(args.path.clone().unwrap_or_else(|| ".".into()), Self::NAME)
     }
 
     async fn call(&self, args: FileListArgs, ctx: &ToolContext) -> Result<String, ToolError> {

@@ -45,7 +45,7 @@ impl Tool for MemoryStore {
     }
 
     fn info(&self, args: &MemoryStoreArgs) -> CallInfo {
-        CallInfo { summary: args.key.clone(), approval_key: Self::NAME.into() }
+        CallInfo::new(args.key.clone(), Self::NAME)
     }
 
     async fn call(&self, args: MemoryStoreArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -80,7 +80,7 @@ impl Tool for MemoryRecall {
     }
 
     fn info(&self, args: &MemoryRecallArgs) -> CallInfo {
-        CallInfo { summary: args.query.clone(), approval_key: Self::NAME.into() }
+        CallInfo::new(args.query.clone(), Self::NAME)
     }
 
     async fn call(&self, args: MemoryRecallArgs, ctx: &ToolContext) -> Result<String, ToolError> {
@@ -118,7 +118,7 @@ impl Tool for MemoryForget {
     }
 
     fn info(&self, args: &MemoryForgetArgs) -> CallInfo {
-        CallInfo { summary: args.key.clone(), approval_key: Self::NAME.into() }
+        CallInfo::new(args.key.clone(), Self::NAME)
     }
 
     async fn call(&self, args: MemoryForgetArgs, ctx: &ToolContext) -> Result<String, ToolError> {

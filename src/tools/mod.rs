@@ -70,13 +70,24 @@ impl ToolError {
 }
 
 /// What the policy and the status lines need to know about one call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallInfo {
     /// Short description for status lines, e.g. the path read.
     pub summary: String,
-    /// What an approval covers: the base command for the shell, the tool
-    /// name otherwise.
+    /// What an approval covers: the tool name, or for the shell the base
+    /// command (the policy fills that in from `command`).
     pub approval_key: String,
+    /// A shell command line, checked by the command rules of the policy.
+    pub command: Option<String>,
+    /// The effect of this particular call when it differs from the tool's
+    /// (an HTTP GET reads, a POST changes the world).
+    pub effect: Option<Effect>,
+}
+
+impl CallInfo {
+    pub fn new(summary: impl Into<String>, approval_key: impl Into<String>) -> Self {
+        CallInfo { summary: summary.into(), approval_key: approval_key.into(), ..Default::default() }
+    }
 }
 
 /// Facts about the running agent, for `self_info`.
@@ -109,7 +120,7 @@ pub trait Tool: Send + Sync + 'static {
     fn effect(&self) -> Effect;
     fn info(&self, args: &Self::Args) -> CallInfo {
         let _ = args;
-        CallInfo { summary: String::new(), approval_key: Self::NAME.to_string() }
+        CallInfo::new("", Self::NAME)
     }
     async fn call(&self, args: Self::Args, ctx: &ToolContext) -> Result<String, ToolError>;
 }
