@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use routines::agent::{Agent, AgentOptions};
-use routines::config::{self, Config, ProcessEnv};
+use routines::config::{self, Config, Env, ProcessEnv};
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::memory::Memory;
-use routines::policy::Policy;
+use routines::policy::{Policy, Redactor};
 use routines::store::Store;
-use routines::tools::Registry;
+use routines::tools::{Registry, ShellSettings, safe_env};
 
 use crate::cli::{Cli, Command};
 
@@ -69,8 +69,14 @@ impl Parts {
         opts.tool_mode = c.provider.tool_calls;
         opts.language = c.language;
         opts.timezone = c.timezone;
+        let env = ProcessEnv;
+        let passed: Vec<(String, String)> =
+            c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
+        opts.shell =
+            ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) };
         let mut agent = Agent::new(self.provider.clone(), Registry::builtin(), self.policy.clone(), opts);
         agent.set_memory(Some(self.memory.clone()));
+        agent.set_redactor(Redactor::new(c.secret_values(&env)));
         agent
     }
 }

@@ -25,7 +25,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{LlmError, Message, Provider, ToolSpec};
 use crate::memory::Memory;
-use crate::policy::{Grants, Policy};
+use crate::policy::{Grants, Policy, Redactor};
 use crate::tools::{AgentFacts, Registry, ToolContext};
 
 pub use events::{AgentEvent, EventSink, RunEvent, ToolStatus, TurnStats};
@@ -80,6 +80,8 @@ pub struct AgentOptions {
     pub recall_limit: usize,
     /// Store a summary of each turn in memory.
     pub remember_turns: bool,
+    /// Timeout and environment of the shell tool.
+    pub shell: crate::tools::ShellSettings,
 }
 
 impl AgentOptions {
@@ -96,6 +98,7 @@ impl AgentOptions {
             max_result_chars: crate::tools::MAX_RESULT_CHARS,
             recall_limit: 5,
             remember_turns: true,
+            shell: crate::tools::ShellSettings::default(),
         }
     }
 }
@@ -116,6 +119,7 @@ pub struct Agent {
     last: TurnStats,
     /// Specs of the tools the policy exposes, built once.
     specs: Arc<[ToolSpec]>,
+    redactor: Arc<Redactor>,
 }
 
 impl Agent {
@@ -124,6 +128,7 @@ impl Agent {
             tools.iter().filter(|t| policy.exposes(t.effect())).map(|t| t.spec()).collect::<Vec<_>>().into();
         Agent {
             specs,
+            redactor: Arc::new(Redactor::default()),
             provider,
             tools,
             memory: None,
@@ -167,6 +172,11 @@ impl Agent {
     /// are refused unless granted.
     pub fn set_confirm_fn(&mut self, confirm: Option<ConfirmFn>) {
         self.confirm = confirm;
+    }
+
+    /// Secret values to remove from tool results, run events and memory.
+    pub fn set_redactor(&mut self, redactor: Redactor) {
+        self.redactor = Arc::new(redactor);
     }
 
     pub fn set_event_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
@@ -231,6 +241,8 @@ impl Agent {
             policy: self.policy.clone(),
             memory: self.memory.clone(),
             language: self.opts.language,
+            redactor: self.redactor.clone(),
+            shell: self.opts.shell.clone(),
             facts: AgentFacts {
                 model: self.opts.model.clone(),
                 autonomy: Some(self.policy.autonomy),

@@ -13,7 +13,11 @@ use crate::config::{Language, ToolCallMode};
 use crate::diag::did_you_mean;
 use crate::llm::{ChatRequest, ChatResponse, Message, Role, StreamDelta, ToolCall, ToolSpec, json_calls, repetition};
 use crate::policy::Decision;
+use crate::policy::injection::{self, Severity};
 use crate::tools::{ToolError, format_result};
+
+/// Tools whose results carry text from outside and are scanned for injection.
+const INJECTION_CHECKED: [&str; 4] = ["shell", "file_read", "file_write", "http_request"];
 
 /// Per-turn bookkeeping of tool calls.
 #[derive(Default)]
@@ -228,6 +232,7 @@ impl Agent {
             serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
         };
         let canonical = args.as_ref().map_or_else(|_| call.arguments.clone(), Value::to_string);
+        let canonical = self.redactor.redact(&canonical).into_owned();
         let key = (call.name.clone(), canonical.clone());
         if !ledger.answered.insert(key) {
             ledger.repeats += 1;
@@ -242,6 +247,8 @@ impl Agent {
             return Err(AgentError::Fatal { tool: call.name.clone(), message: message.clone() });
         }
         let text = format_result(&result, self.opts.language, self.opts.max_result_chars);
+        let text = self.redactor.redact(&text).into_owned();
+        let text = self.check_injection(&call.name, text);
         if let Some(tx) = tx {
             let event = match &result {
                 Ok(out) => AgentEvent::Success {
@@ -315,7 +322,7 @@ impl Agent {
                 match answer {
                     Confirmation::Yes => {}
                     Confirmation::Always => {
-                        self.approvals.insert(info.approval_key.clone());
+                        self.approvals.extend(self.policy.approval_keys(&info).unwrap_or_default());
                     }
                     Confirmation::No => {
                         let reason = format!(
@@ -337,6 +344,36 @@ impl Agent {
             Err(ToolError::System(_) | ToolError::Fatal(_)) => ToolStatus::Error,
         };
         (result, status)
+    }
+
+    /// Results of tools that bring outside text into the conversation are
+    /// scanned for prompt injection: `Block` replaces the result with a
+    /// warning, `Review` logs WARN, `Warn` logs INFO; each finding is
+    /// recorded in the run events.
+    fn check_injection(&self, tool: &str, text: String) -> String {
+        if !INJECTION_CHECKED.contains(&tool) {
+            return text;
+        }
+        let Some(finding) = injection::scan(&text) else { return text };
+        let detail = format!("{tool}: {} ({}): {}", finding.severity.as_str(), finding.rule, finding.excerpt);
+        self.record(RunEvent::Note { kind: "injection_check", detail });
+        match finding.severity {
+            Severity::Block => {
+                tracing::warn!(tool, rule = finding.rule, "Tool result blocked as a prompt injection.");
+                match self.opts.language {
+                    Language::En => injection::blocked_notice(tool, &finding),
+                    Language::Zh => injection::blocked_notice_zh(tool, &finding),
+                }
+            }
+            Severity::Review => {
+                tracing::warn!(tool, rule = finding.rule, excerpt = %finding.excerpt, "Tool result may carry instructions; passed on for review.");
+                text
+            }
+            Severity::Warn => {
+                tracing::info!(tool, rule = finding.rule, "Tool result has a weak sign of injected instructions.");
+                text
+            }
+        }
     }
 
     fn record(&self, event: RunEvent) {
@@ -369,6 +406,7 @@ impl Agent {
         let scope = self.routine.as_ref().map_or_else(|| "chat".to_string(), |r| format!("routine:{}", r.name));
         let key = format!("turn:{scope}:{}:{:04x}", now.format("%Y%m%dT%H%M%S%.3fZ"), rand::random::<u16>());
         let summary = format!("Asked: {}\nAnswered: {}", clip(message, 200), clip(reply, 400));
+        let summary = self.redactor.redact(&summary);
         if let Err(e) = memory.store(&key, &summary, crate::memory::CONVERSATION) {
             tracing::warn!(error = %e, "Could not store the turn summary in memory.");
         }

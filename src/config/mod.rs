@@ -186,6 +186,10 @@ pub struct SecuritySettings {
     /// Hosts http_request may reach even in private ranges.
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Names of environment variables passed to shell commands (their
+    /// environment is otherwise only a safe PATH, HOME and LANG).
+    #[serde(default)]
+    pub shell_env: Vec<String>,
 }
 
 impl Default for SecuritySettings {
@@ -194,6 +198,7 @@ impl Default for SecuritySettings {
             allowed_commands: default_allowed_commands(),
             forbidden_paths: default_forbidden_paths(),
             allowed_hosts: Vec::new(),
+            shell_env: Vec::new(),
         }
     }
 }

@@ -6,7 +6,11 @@
 //! never a crash. The policy is checked before any confirmation: what it
 //! forbids is never asked.
 
+pub mod command;
+pub mod injection;
+pub mod net;
 mod paths;
+pub mod secrets;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -15,6 +19,7 @@ use crate::config::Autonomy;
 use crate::tools::{CallInfo, Effect};
 
 pub use paths::PathError;
+pub use secrets::Redactor;
 
 /// The outcome of checking one call.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,6 +89,11 @@ impl Policy {
         grants: Option<&Grants>,
         session: &HashSet<String>,
     ) -> Decision {
+        // The command rules apply at every level, `full` included.
+        let keys = match self.approval_keys(call) {
+            Ok(keys) => keys,
+            Err(reason) => return Decision::Forbidden(reason),
+        };
         if !self.exposes(effect) {
             return Decision::Forbidden(format!(
                 "{tool} changes things and the autonomy level is read_only; use a read-only tool or report what you would do"
@@ -94,17 +104,31 @@ impl Policy {
         }
         // Supervised and mutating.
         if let Some(g) = grants {
-            let granted = g.tools.iter().any(|t| t == tool) || g.commands.contains(&call.approval_key);
+            let granted = if call.command.is_some() {
+                keys.iter().all(|k| g.commands.contains(k))
+            } else {
+                g.tools.iter().any(|t| t == tool)
+            };
             return if granted {
                 Decision::Allow
             } else {
+                let what = if call.command.is_some() { "agent.allow_commands" } else { "agent.tools" };
                 Decision::Forbidden(format!(
-                    "{tool} ({}) needs approval and nobody is present to give it; this routine has not pre-approved it (agent.tools / agent.allow_commands). Do not retry: report that it is needed",
-                    call.approval_key
+                    "{tool} ({}) needs approval and nobody is present to give it; this routine has not pre-approved it ({what}). Do not retry: report that it is needed",
+                    keys.join(", ")
                 ))
             };
         }
-        if session.contains(&call.approval_key) { Decision::Allow } else { Decision::Prompt }
+        if keys.iter().all(|k| session.contains(k)) { Decision::Allow } else { Decision::Prompt }
+    }
+
+    /// What an approval of this call covers: every base command of a shell
+    /// command line (checked against the command rules), else the tool name.
+    pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, String> {
+        match &call.command {
+            Some(line) => command::check(line, &self.allowed_commands).map(|p| p.bases()).map_err(|e| e.to_string()),
+            None => Ok(vec![call.approval_key.clone()]),
+        }
     }
 
     /// Resolves a path a tool was given (relative to the workspace), and
@@ -152,17 +176,28 @@ mod tests {
     #[test]
     fn unattended_routines_need_grants() {
         let none = HashSet::new();
-        let p = policy(Autonomy::Supervised);
+        let mut p = policy(Autonomy::Supervised);
+        p.allowed_commands = vec!["git".into(), "ls".into(), "sh".into()];
+        let shell = |line: &str| CallInfo { command: Some(line.into()), ..CallInfo::new(line, "shell") };
         let grants = Grants { tools: vec!["memory_forget".into()], commands: vec!["git".into()] };
         assert_eq!(
             p.decide("memory_forget", Effect::Mutating, &call("memory_forget"), Some(&grants), &none),
             Decision::Allow
         );
-        assert_eq!(p.decide("shell", Effect::Mutating, &call("git"), Some(&grants), &none), Decision::Allow);
-        match p.decide("shell", Effect::Mutating, &call("rm"), Some(&grants), &none) {
-            Decision::Forbidden(reason) => assert!(reason.contains("nobody is present"), "{reason}"),
-            other => panic!("expected a refusal, got {other:?}"),
+        assert_eq!(p.decide("shell", Effect::Mutating, &shell("git status"), Some(&grants), &none), Decision::Allow);
+        for line in ["ls", "sh -c 'git status'"] {
+            match p.decide("shell", Effect::Mutating, &shell(line), Some(&grants), &none) {
+                Decision::Forbidden(reason) => assert!(reason.contains("nobody is present"), "{reason}"),
+                other => panic!("expected a refusal of {line}, got {other:?}"),
+            }
         }
+        // The command rules apply before anything else, at every level.
+        let full = Policy { autonomy: Autonomy::Full, ..p.clone() };
+        assert!(matches!(
+            full.decide("shell", Effect::Mutating, &shell("git log; rm -rf ~"), None, &none),
+            Decision::Forbidden(_)
+        ));
+        assert_eq!(p.approval_keys(&shell("sh -c 'git status'")), Ok(vec!["sh".to_string(), "git".to_string()]));
         assert!(Decision::Forbidden(String::new()) > Decision::Prompt && Decision::Prompt > Decision::Allow);
     }
 }

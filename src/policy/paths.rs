@@ -32,11 +32,16 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
         return Err(PathError::Forbidden { input: input.into() });
     }
 
-    // Walk the components, resolving symlinks of every part that exists, so
-    // `..` always steps out of the real (not the apparent) folder.
+    // Walk the components, resolving every symlink as it is met, so `..`
+    // always steps out of the real (not the apparent) folder. `full` stays
+    // canonical: it starts at the (canonical) workspace or the root, and one
+    // lstat per component keeps this cheap.
     let outside = || PathError::Outside { input: input.into(), workspace: workspace.to_path_buf() };
-    let mut full = PathBuf::from("/");
-    for comp in joined.components() {
+    let (mut full, rest) = match joined.strip_prefix(workspace) {
+        Ok(rest) => (workspace.to_path_buf(), rest.to_path_buf()),
+        Err(_) => (PathBuf::from("/"), joined.clone()),
+    };
+    for comp in rest.components() {
         match comp {
             Component::RootDir | Component::Prefix(_) => full = PathBuf::from("/"),
             Component::CurDir => {}
@@ -45,13 +50,10 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
             }
             Component::Normal(name) => {
                 full.push(name);
-                match full.canonicalize() {
-                    Ok(c) => full = c,
+                let is_link = full.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+                if is_link {
                     // A dangling symlink would let a write land wherever it points.
-                    Err(_) if full.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink()) => {
-                        return Err(outside());
-                    }
-                    Err(_) => {}
+                    full = full.canonicalize().map_err(|_| outside())?;
                 }
             }
         }

@@ -208,6 +208,8 @@ mod tests {
             memory: None,
             language: Language::En,
             facts: Default::default(),
+            redactor: Default::default(),
+            shell: Default::default(),
         }
     }
 

@@ -50,7 +50,8 @@ impl Tool for MemoryStore {
 
     async fn call(&self, args: MemoryStoreArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let category = args.category.as_deref().unwrap_or(crate::memory::CORE);
-        memory(ctx)?.store(&args.key, &args.content, category).map_err(memory_error)?;
+        let content = ctx.redactor.redact(&args.content);
+        memory(ctx)?.store(&args.key, &content, category).map_err(memory_error)?;
         Ok(format!("Stored `{}` ({category}).", args.key))
     }
 }

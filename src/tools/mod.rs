@@ -7,8 +7,12 @@
 
 mod file;
 mod format;
+mod html_text;
+mod http;
 mod memory;
 mod self_info;
+mod shell;
+mod write;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,8 +30,11 @@ use crate::policy::Policy;
 
 pub use file::{FileList, FileRead};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
+pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use self_info::SelfInfo;
+pub use shell::{Shell, ShellSettings, safe_env};
+pub use write::{FileEdit, FileWrite, write_atomic};
 
 /// What a tool may change, which decides where the policy lets it run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -108,6 +115,9 @@ pub struct ToolContext {
     pub memory: Option<Memory>,
     pub language: Language,
     pub facts: AgentFacts,
+    /// Secret values to keep out of what tools store.
+    pub redactor: Arc<crate::policy::Redactor>,
+    pub shell: ShellSettings,
 }
 
 /// A typed tool.
@@ -221,11 +231,15 @@ impl Registry {
         Self::default()
     }
 
-    /// Every tool built so far (reading, memory, self_info).
+    /// Every built-in tool.
     pub fn builtin() -> Self {
         let mut r = Registry::new();
+        r.add(Shell);
         r.add(FileRead);
         r.add(FileList);
+        r.add(FileWrite);
+        r.add(FileEdit);
+        r.add(HttpRequest);
         r.add(MemoryStore);
         r.add(MemoryRecall);
         r.add(MemoryForget);

@@ -84,11 +84,23 @@ impl Harness {
     }
 
     pub fn agent(&self, autonomy: Autonomy, tweak: impl FnOnce(&mut AgentOptions, &mut ProviderOptions)) -> Agent {
+        self.agent_with(autonomy, tweak, |_| {})
+    }
+
+    /// [`Harness::agent`] with the policy adjusted too (e.g. `allowed_hosts`).
+    pub fn agent_with(
+        &self,
+        autonomy: Autonomy,
+        tweak: impl FnOnce(&mut AgentOptions, &mut ProviderOptions),
+        policy_tweak: impl FnOnce(&mut Policy),
+    ) -> Agent {
         let mut opts = AgentOptions::new("mock-model");
         let mut popts = provider_options(&self.mock);
         tweak(&mut opts, &mut popts);
         let provider = Arc::new(OpenAiProvider::new(popts).unwrap());
-        let policy = Arc::new(Policy::new(autonomy, &self.workspace(), &[]).unwrap());
+        let mut policy = Policy::new(autonomy, &self.workspace(), &[]).unwrap();
+        policy_tweak(&mut policy);
+        let policy = Arc::new(policy);
         let mut agent = Agent::new(provider, Registry::builtin(), policy, opts);
         agent.set_memory(Some(self.memory.clone()));
         agent.set_event_sink(Some(self.events.clone()));

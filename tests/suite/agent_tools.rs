@@ -45,7 +45,10 @@ async fn self_info_describes_the_agent() {
     agent.process_message("who are you").await.unwrap();
     let info = last_message(&h.mock.requests()[1])["content"].as_str().unwrap().to_string();
     assert!(info.contains("model: mock-model\nautonomy: read_only\n"), "{info}");
-    assert!(info.contains("tools: file_list, file_read, memory_recall, memory_store, self_info"), "{info}");
+    assert!(
+        info.contains("tools: file_list, file_read, http_request, memory_recall, memory_store, self_info"),
+        "{info}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
