@@ -297,9 +297,6 @@ impl Agent {
             Ok(i) => i,
             Err(e) => return (Err(e), ToolStatus::InvalidArgs),
         };
-        if let Some(tx) = tx {
-            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary: info.summary.clone() });
-        }
         let grants = self.routine.as_ref().map(|_| &self.grants);
         let effect = info.effect.unwrap_or_else(|| tool.effect());
         match self.policy.decide(&call.name, effect, &info, grants, &self.approvals) {
@@ -334,6 +331,10 @@ impl Agent {
                 }
             }
             Decision::Allow => {}
+        }
+        // Announced only once it may run, so a confirmation question comes first.
+        if let Some(tx) = tx {
+            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary: info.summary.clone() });
         }
         let result = tool.invoke(args, ctx).await;
         let status = match &result {
