@@ -1,4 +1,5 @@
-//! Wiring: config → store → memory → provider → agent.
+//! Wiring: config → store → memory → provider → engine, and the dispatch of
+//! commands.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -6,21 +7,33 @@ use std::sync::Arc;
 use anyhow::Context;
 use routines::agent::{Agent, AgentOptions};
 use routines::config::{self, Config, Env, ProcessEnv};
+use routines::engine::Engine;
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::memory::Memory;
 use routines::policy::{Policy, Redactor};
+use routines::routine::template::Templates;
+use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
 use routines::tools::{Registry, ShellSettings, safe_env};
 
 use crate::cli::{Cli, Command};
+use crate::commands;
 
 /// Bad usage: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// A run refused (disabled routine, overlap): exit code 3.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    if let Command::Init { dir } = &cli.command {
+        return commands::init::run(&cwd, dir.as_deref());
+    }
     let config = config::load(cli.config.as_deref(), &cwd, &ProcessEnv)?;
     if config.file.is_none() {
         tracing::warn!(
@@ -29,11 +42,99 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         );
     }
     match cli.command {
+        Command::Init { .. } => Err(anyhow::anyhow!("internal error: init was not handled first (this is a bug)")),
+        Command::Validate => commands::validate::run(&config),
+        Command::List { json } => commands::inspect::list(&config, json),
+        Command::Next { name, n, json } => commands::inspect::next(&config, &name, n, json),
+        Command::History { name, limit, status, json } => {
+            commands::inspect::history(&config, name.as_deref(), limit, status.as_deref(), json)
+        }
+        Command::Show { run_id, json } => commands::inspect::show(&config, run_id, json),
+        Command::Run { name, vars, no_deliver, dry_run, json } => {
+            commands::run::run(config, &name, vars, no_deliver, dry_run, json).await
+        }
         Command::Chat => crate::chat::run(config).await,
     }
 }
 
-/// The parts every agent of this process shares.
+/// Names of the built-in tools, for validating `agent.tools`.
+pub fn tool_names() -> Vec<&'static str> {
+    Registry::builtin().names()
+}
+
+/// Every routine of the config, valid ones and the problems of the others.
+pub fn routines(config: &Config) -> LoadedRoutines {
+    let names = tool_names();
+    let inline = config.source.as_ref().map(|s| (config.inline_routines.as_slice(), s));
+    load_all(config, inline, &names)
+}
+
+/// Opens the database and marks runs whose process died as interrupted.
+pub fn open_store(config: &Config) -> anyhow::Result<Store> {
+    let store = Store::open(&config.database_path())?;
+    let interrupted = store.interrupt_orphans(&process_alive)?;
+    for id in interrupted {
+        tracing::warn!(
+            run_id = id,
+            "Run {id} was interrupted: the process running it stopped; recorded as interrupted."
+        );
+    }
+    Ok(store)
+}
+
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks whether the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The shell settings of the config.
+fn shell_settings(c: &Config) -> ShellSettings {
+    let env = ProcessEnv;
+    let passed: Vec<(String, String)> =
+        c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
+    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) }
+}
+
+/// The provider of the config; `require_model` is false for dry runs.
+fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiProvider>, String)> {
+    let model = match (&config.provider.model, require_model) {
+        (Some(m), _) => m.clone(),
+        (None, false) => "(no model configured)".into(),
+        (None, true) => {
+            return Err(UsageError(
+                "no model configured: set provider.model in routines.yaml or export ROUTINES_MODEL".into(),
+            )
+            .into());
+        }
+    };
+    let options = match ProviderOptions::from_config(&config.provider) {
+        Ok(o) => o,
+        Err(_) if !require_model => ProviderOptions {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key: None,
+            api_key_var: None,
+            timeout: config.provider.timeout.get(),
+            retry: Default::default(),
+        },
+        Err(e) => return Err(UsageError(e.to_string()).into()),
+    };
+    Ok((Arc::new(OpenAiProvider::new(options)?), model))
+}
+
+/// The engine of routine runs.
+pub fn engine(config: Config, require_model: bool) -> anyhow::Result<Engine> {
+    let (provider, model) = provider(&config, require_model)?;
+    let store = open_store(&config)?;
+    let memory = Memory::new(store.clone());
+    let redactor = Redactor::new(config.secret_values(&ProcessEnv));
+    let templates = Templates::new(&config.templates_dir);
+    let shell = shell_settings(&config);
+    Ok(Engine { config, store, memory, provider, templates, redactor, shell, model })
+}
+
+/// The parts an interactive agent needs.
 pub struct Parts {
     pub config: Config,
     pub store: Store,
@@ -45,12 +146,8 @@ pub struct Parts {
 
 impl Parts {
     pub fn build(config: Config) -> anyhow::Result<Parts> {
-        let model = config.provider.model.clone().ok_or_else(|| {
-            UsageError("no model configured: set provider.model in routines.yaml or export ROUTINES_MODEL".into())
-        })?;
-        let options = ProviderOptions::from_config(&config.provider).map_err(|e| UsageError(e.to_string()))?;
-        let provider = Arc::new(OpenAiProvider::new(options)?);
-        let store = Store::open(&config.database_path())?;
+        let (provider, model) = provider(&config, true)?;
+        let store = open_store(&config)?;
         let memory = Memory::new(store.clone());
         let mut policy = Policy::new(config.agent.autonomy, &config.workspace, &config.forbidden_paths)
             .map_err(|e| UsageError(e.to_string()))?;
@@ -69,14 +166,10 @@ impl Parts {
         opts.tool_mode = c.provider.tool_calls;
         opts.language = c.language;
         opts.timezone = c.timezone;
-        let env = ProcessEnv;
-        let passed: Vec<(String, String)> =
-            c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
-        opts.shell =
-            ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) };
+        opts.shell = shell_settings(c);
         let mut agent = Agent::new(self.provider.clone(), Registry::builtin(), self.policy.clone(), opts);
         agent.set_memory(Some(self.memory.clone()));
-        agent.set_redactor(Redactor::new(c.secret_values(&env)));
+        agent.set_redactor(Redactor::new(c.secret_values(&ProcessEnv)));
         agent
     }
 }

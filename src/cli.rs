@@ -25,8 +25,69 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Create routines.yaml, routines/, templates/ and HEARTBEAT.md (never overwrites).
+    Init {
+        /// Folder to set up [default: the current folder].
+        dir: Option<PathBuf>,
+    },
+    /// Check the config and every routine; print every problem as FILE:LINE:COL.
+    Validate,
+    /// One row per routine: name, enabled, triggers, next fire, last status.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The next fire times of a routine's time triggers.
+    Next {
+        name: String,
+        /// How many.
+        #[arg(short = 'n', default_value_t = 5)]
+        n: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fire a routine now: the final output on stdout, progress on stderr.
+    Run {
+        name: String,
+        /// A template variable, added to the routine's `vars` (repeatable).
+        #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+        vars: Vec<(String, String)>,
+        /// Run, but deliver nothing.
+        #[arg(long)]
+        no_deliver: bool,
+        /// Print the rendered prompt and system prompt; call no model.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Recent runs, newest first.
+    History {
+        /// Only this routine.
+        name: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Only runs with this status (succeeded, silent, failed, timed_out, skipped, interrupted).
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run: trigger, prompt, every model and tool call, output, deliveries, tokens.
+    Show {
+        run_id: i64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Interactive session with the agent: streamed replies, tool status
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
     /// /exit or Ctrl-D leaves.
     Chat,
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
 }

@@ -4,10 +4,13 @@
 
 pub mod agent;
 pub mod config;
+pub mod delivery;
 pub mod diag;
+pub mod engine;
 pub mod llm;
 pub mod memory;
 pub mod policy;
+pub mod routine;
 pub mod store;
 pub mod tools;
 pub mod yaml;

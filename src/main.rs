@@ -8,6 +8,7 @@ use routines::config::ConfigError;
 mod app;
 mod chat;
 mod cli;
+mod commands;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

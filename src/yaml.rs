@@ -232,9 +232,14 @@ impl TypeError {
     }
 }
 
+/// Externally tagged enums are written as one-key mappings (`- file: {...}`),
+/// which serde_yaml 0.9 reads only through `singleton_map_recursive`.
 fn deserialize<T: DeserializeOwned>(value: serde_yaml::Value) -> Result<T, TypeError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path: Vec<String> = e
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(value, &mut track);
+    let result: Result<T, serde_yaml::Error> = serde_yaml::with::singleton_map_recursive::deserialize(de);
+    result.map_err(|e| {
+        let path: Vec<String> = track
             .path()
             .iter()
             .filter_map(|seg| match seg {
@@ -244,7 +249,7 @@ fn deserialize<T: DeserializeOwned>(value: serde_yaml::Value) -> Result<T, TypeE
                 serde_path_to_error::Segment::Unknown => None,
             })
             .collect();
-        let message = strip_location(&e.inner().to_string());
+        let message = strip_location(&e.to_string());
         let hint = variant_hint(&message);
         TypeError { path, message, hint }
     })

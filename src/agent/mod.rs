@@ -120,6 +120,8 @@ pub struct Agent {
     /// Specs of the tools the policy exposes, built once.
     specs: Arc<[ToolSpec]>,
     redactor: Arc<Redactor>,
+    /// Tool status events of the non-streaming path (`routines run`).
+    progress: Option<UnboundedSender<AgentEvent>>,
 }
 
 impl Agent {
@@ -129,6 +131,7 @@ impl Agent {
         Agent {
             specs,
             redactor: Arc::new(Redactor::default()),
+            progress: None,
             provider,
             tools,
             memory: None,
@@ -179,6 +182,11 @@ impl Agent {
         self.redactor = Arc::new(redactor);
     }
 
+    /// Receives tool status events (not text) while `process_message` runs.
+    pub fn set_progress(&mut self, progress: Option<UnboundedSender<AgentEvent>>) {
+        self.progress = progress;
+    }
+
     pub fn set_event_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
         self.sink = sink;
     }
@@ -222,7 +230,8 @@ impl Agent {
 
     /// Runs one message to its final reply (the unattended path).
     pub async fn process_message(&mut self, message: &str) -> Result<String, AgentError> {
-        self.run_turn(message, None).await
+        let progress = self.progress.clone();
+        self.run_turn(message, None, progress.as_ref()).await
     }
 
     /// Runs one message, sending text deltas and tool status events to `tx`
@@ -232,7 +241,7 @@ impl Agent {
         message: &str,
         tx: UnboundedSender<AgentEvent>,
     ) -> Result<String, AgentError> {
-        self.run_turn(message, Some(&tx)).await
+        self.run_turn(message, Some(&tx), Some(&tx)).await
     }
 
     fn tool_context(&self) -> ToolContext {

@@ -121,7 +121,10 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
             r.name
         );
         if let Some(token) = &r.silent_token {
-            let _ = writeln!(s, "If there is nothing to report, reply with exactly {token} and nothing else.");
+            let _ = writeln!(
+                s,
+                "First carry out the task with your tools and write its result. (Exception for checks that found nothing worth reporting: the reply {token} delivers nothing.)"
+            );
         }
         if let Some(a) = &r.approach {
             let _ = writeln!(s, "An approach that worked before (try it first):\n{}", excerpt(a, 1_000));
@@ -180,7 +183,7 @@ mod tests {
         assert_eq!(pos.len(), 8);
         assert!(pos.windows(2).all(|w| w[0] < w[1]));
         assert!(routine.contains("You are running the routine `daily-report` unattended"));
-        assert!(routine.contains("reply with exactly NO_REPLY"));
+        assert!(routine.contains("the reply NO_REPLY delivers nothing"));
         assert!(routine.contains("Run git log first."));
         assert!(routine.contains("stop and report exactly what failed"));
     }

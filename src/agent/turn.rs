@@ -33,6 +33,7 @@ impl Agent {
         &mut self,
         message: &str,
         tx: Option<&UnboundedSender<AgentEvent>>,
+        status: Option<&UnboundedSender<AgentEvent>>,
     ) -> Result<String, AgentError> {
         history::repair(&mut self.history);
         history::clear_reasoning(&mut self.history);
@@ -90,7 +91,7 @@ impl Agent {
                 last_text = content;
             }
             for call in &calls {
-                let text = self.execute(call, &ctx, &mut ledger, tx).await?;
+                let text = self.execute(call, &ctx, &mut ledger, status).await?;
                 stats.tool_calls += 1;
                 turn.push(Message::tool_result(call.id.clone(), text));
             }

@@ -106,6 +106,10 @@ pub struct Config {
     /// Names of every environment variable the config reads secrets from;
     /// their values are redacted wherever output is recorded.
     pub secret_vars: Vec<String>,
+    /// Routines written under `routines:` in the config file.
+    pub inline_routines: Vec<crate::routine::RoutineFile>,
+    /// Positions in the config file, for diagnostics of inline routines.
+    pub source: Option<SourceMap>,
 }
 
 impl Config {
@@ -326,6 +330,8 @@ fn resolve(
         history: raw.history,
         heartbeat: raw.heartbeat,
         secret_vars,
+        inline_routines: raw.routines,
+        source: source.cloned(),
     })
 }
 

@@ -88,6 +88,9 @@ pub struct ConfigFile {
     pub history: HistorySettings,
     #[serde(default)]
     pub heartbeat: HeartbeatSettings,
+    /// Routines written inline, besides the files in `routines_dir`.
+    #[serde(default)]
+    pub routines: Vec<crate::routine::RoutineFile>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -9,7 +9,7 @@
 pub mod command;
 pub mod injection;
 pub mod net;
-mod paths;
+pub mod paths;
 pub mod secrets;
 
 use std::collections::HashSet;

@@ -13,12 +13,48 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS)];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// What a routine run needs beyond a chat session: the rendered prompt, the
+/// trigger's context, the attempt, the process that runs it (to find runs
+/// whose process died), and one row per delivery with its own status.
+const V2_ROUTINE_RUNS: &str = r#"
+ALTER TABLE runs ADD COLUMN prompt TEXT;
+ALTER TABLE runs ADD COLUMN trigger_context TEXT;
+ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+CREATE INDEX runs_by_routine ON runs (routine, id);
+CREATE INDEX runs_by_status ON runs (status);
+
+CREATE TABLE deliveries (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,              -- file | mail
+    target      TEXT NOT NULL,              -- what a person reads: the path, the addresses
+    on_failure  INTEGER NOT NULL DEFAULT 0, -- 1 for on_failure deliveries
+    payload     TEXT NOT NULL,              -- JSON: everything needed to retry without the agent
+    status      TEXT NOT NULL,              -- pending | delivered | failed
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    UNIQUE (run_id, seq)
+);
+CREATE INDEX deliveries_by_status ON deliveries (status);
+
+-- History of routines with `session: persistent`.
+CREATE TABLE sessions (
+    routine     TEXT PRIMARY KEY,
+    history     TEXT NOT NULL,              -- JSON array of messages
+    updated_at  TEXT NOT NULL
+);
+"#;
 
 const V1_INITIAL: &str = r#"
 CREATE TABLE runs (

@@ -9,6 +9,7 @@
 //! Timestamps are stored as RFC 3339 text in UTC with millisecond precision
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
+mod history;
 pub mod migrations;
 mod runs;
 
@@ -20,6 +21,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::Connection;
 use rusqlite::types::Type;
 
+pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
 pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 
 /// How long a statement waits for another process's lock before failing.
@@ -203,7 +205,10 @@ mod tests {
         assert!(path.exists());
         assert_eq!(store.path(), path.as_path());
         assert_eq!(store.schema_version().unwrap(), migrations::latest_version());
-        assert_eq!(table_names(&store), ["memories", "memories_fts", "run_events", "runs", "schema_migrations"]);
+        assert_eq!(
+            table_names(&store),
+            ["deliveries", "memories", "memories_fts", "run_events", "runs", "schema_migrations", "sessions"]
+        );
         drop(store);
 
         // Reopening applies nothing new and keeps the data.

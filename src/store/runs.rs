@@ -161,7 +161,7 @@ pub struct EventRow {
     pub duration_ms: u64,
 }
 
-const RUN_COLUMNS: &str = "id, kind, routine, trigger, scheduled_for, status, started_at, \
+pub(super) const RUN_COLUMNS: &str = "id, kind, routine, trigger, scheduled_for, status, started_at, \
      finished_at, output, error, prompt_tokens, completion_tokens, iterations, created_at";
 
 const EVENT_COLUMNS: &str = "id, run_id, seq, at, kind, tool, status, arguments, detail, \
@@ -172,7 +172,7 @@ fn enum_column<T: FromStr<Err = UnknownVariant>>(row: &Row<'_>, idx: usize) -> r
     text.parse().map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }
 
-fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
+pub(super) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
         id: row.get(0)?,
         kind: enum_column(row, 1)?,

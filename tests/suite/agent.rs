@@ -382,7 +382,7 @@ async fn routine_mode_adds_its_section_and_refuses_what_was_not_granted() {
     let reqs = h.mock.requests();
     let system = crate::common::content(&reqs[0], 0);
     assert!(system.contains("You are running the routine `nightly` unattended"));
-    assert!(system.contains("reply with exactly NO_REPLY"));
+    assert!(system.contains("the reply NO_REPLY delivers nothing"));
     assert!(system.contains("Check the inbox folder first."));
     let refusal = last_message(&reqs[1])["content"].as_str().unwrap().to_string();
     assert!(

@@ -1,0 +1,42 @@
+//! `routines init [DIR]`: a working setup to start from. Never overwrites.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+const CONFIG: &str = include_str!("../../routines.example.yaml");
+const ROUTINE: &str = r#"# A first routine: `routines run hello` fires it by hand.
+description: Say what is in the workspace
+prompt: |
+  List the files in the workspace with file_list and describe in two sentences what this folder is for.
+agent:
+  autonomy: read_only
+  tools: [file_list, file_read]
+deliver:
+  - file: { path: "reports/hello/{{ now | date('%Y-%m-%d') }}.md", template: report.md.j2 }
+"#;
+const TEMPLATE: &str = "# {{ routine.name }} — {{ now | date('%Y-%m-%d %H:%M') }}\n\n{{ output }}\n";
+const HEARTBEAT: &str = "# Heartbeat checklist\n\nWrite here what the agent should check on each heartbeat, one item per line.\nAn empty file means no heartbeat model calls.\n";
+
+pub fn run(cwd: &Path, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let root = dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
+    let files = [
+        ("routines.yaml", CONFIG),
+        ("routines/hello.yaml", ROUTINE),
+        ("templates/report.md.j2", TEMPLATE),
+        ("HEARTBEAT.md", HEARTBEAT),
+    ];
+    for (rel, content) in files {
+        let path = root.join(rel);
+        if path.exists() {
+            eprintln!("kept     {} (already exists)", path.display());
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, content)?;
+        eprintln!("created  {}", path.display());
+    }
+    eprintln!("Next: set provider.base_url and provider.model in routines.yaml, then `routines run hello`.");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,247 @@
+//! `list`, `next`, `history`, `show`: reading routines and run history.
+
+use std::process::ExitCode;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use routines::config::Config;
+use routines::routine::schedule::next_fires;
+use routines::store::{RunFilter, RunRow, RunStatus};
+use serde_json::{Value, json};
+
+use super::{find, print_json, table};
+use crate::app::{UsageError, open_store, routines};
+
+fn ts<Tz: chrono::TimeZone>(t: &DateTime<Tz>) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    t.to_rfc3339_opts(SecondsFormat::Secs, false)
+}
+
+pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
+    let loaded = routines(config);
+    let store = open_store(config)?;
+    let now = Utc::now();
+    let mut rows = Vec::new();
+    let mut items = Vec::new();
+    for r in &loaded.routines {
+        let next = next_fires(r, now, 1).into_iter().next();
+        let last = store.last_status(&r.name)?;
+        let triggers = r.trigger_kinds();
+        items.push(json!({
+            "name": r.name,
+            "enabled": r.spec.enabled,
+            "triggers": triggers,
+            "next_fire": next.as_ref().map(|f| ts(&f.at)),
+            "next_fire_zone": next.as_ref().map(|f| f.at.timezone().name()),
+            "last_status": last.map(|s| s.as_str()),
+        }));
+        rows.push(vec![
+            r.name.clone(),
+            if r.spec.enabled { "yes".into() } else { "no".into() },
+            triggers.join(", "),
+            next.map_or_else(
+                || "-".into(),
+                |f| format!("{} ({})", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name()),
+            ),
+            last.map_or_else(|| "-".into(), |s| s.as_str().to_string()),
+        ]);
+    }
+    if json_out {
+        print_json(&Value::Array(items))?;
+    } else if rows.is_empty() {
+        eprintln!("no routines in {}", config.routines_dir.display());
+    } else {
+        println!("{}", table(&["NAME", "ENABLED", "TRIGGERS", "NEXT FIRE", "LAST STATUS"], &rows));
+    }
+    if !loaded.diagnostics.is_empty() {
+        eprintln!("warning: {} problem(s) in routine files; see `routines validate`", loaded.diagnostics.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> anyhow::Result<ExitCode> {
+    let loaded = routines(config);
+    let r = find(&loaded, name)?;
+    let fires = next_fires(r, Utc::now(), n.max(1));
+    if json_out {
+        let items: Vec<Value> =
+            fires.iter().map(|f| json!({"at": ts(&f.at), "zone": f.at.timezone().name(), "trigger": f.kind})).collect();
+        print_json(&Value::Array(items))?;
+    } else if fires.is_empty() {
+        eprintln!("`{name}` has no upcoming time triggers (it runs by hand, on files or webhooks)");
+    } else {
+        for f in fires {
+            println!("{} ({})  {}", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name(), f.kind);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_json(r: &RunRow) -> Value {
+    json!({
+        "run_id": r.id,
+        "routine": r.routine,
+        "status": r.status.as_str(),
+        "trigger": r.trigger,
+        "scheduled_for": r.scheduled_for.as_ref().map(ts),
+        "started_at": r.started_at.as_ref().map(ts),
+        "finished_at": r.finished_at.as_ref().map(ts),
+        "error": r.error,
+    })
+}
+
+pub fn history(
+    config: &Config,
+    name: Option<&str>,
+    limit: usize,
+    status: Option<&str>,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let status = match status {
+        None => None,
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
+            UsageError(format!(
+                "unknown status `{s}`; use one of: succeeded, silent, failed, timed_out, skipped, interrupted, running, queued"
+            ))
+        })?),
+    };
+    let store = open_store(config)?;
+    let runs = store.list_runs(&RunFilter { routine: name, status, limit })?;
+    if json_out {
+        print_json(&Value::Array(runs.iter().map(run_json).collect()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        eprintln!("no runs yet");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let duration = match (r.started_at, r.finished_at) {
+                (Some(a), Some(b)) => format!("{:.1}s", (b - a).num_milliseconds() as f64 / 1000.0),
+                _ => "-".into(),
+            };
+            vec![
+                r.id.to_string(),
+                r.routine.clone().unwrap_or_default(),
+                r.status.as_str().into(),
+                r.trigger.clone(),
+                r.started_at.map_or_else(
+                    || "-".into(),
+                    |t| t.with_timezone(&config.timezone).format("%Y-%m-%d %H:%M:%S").to_string(),
+                ),
+                duration,
+                r.error.clone().unwrap_or_default().lines().next().unwrap_or("").chars().take(60).collect(),
+            ]
+        })
+        .collect();
+    println!("{}", table(&["RUN", "ROUTINE", "STATUS", "TRIGGER", "STARTED", "TOOK", "ERROR"], &rows));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<ExitCode> {
+    let store = open_store(config)?;
+    let Some(run) = store.get_run(run_id)? else {
+        return Err(UsageError(format!("no run with id {run_id}; see `routines history`")).into());
+    };
+    let detail = store.run_detail(run_id)?.unwrap_or_default();
+    let events = store.run_events(run_id)?;
+    let deliveries = store.deliveries(run_id)?;
+    if json_out {
+        let mut v = run_json(&run);
+        v["kind"] = json!(run.kind.as_str());
+        v["output"] = json!(run.output);
+        v["prompt"] = json!(detail.prompt);
+        v["attempt"] = json!(detail.attempt);
+        v["trigger_context"] =
+            detail.trigger_context.as_deref().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null);
+        v["tokens"] = json!({"prompt": run.prompt_tokens, "completion": run.completion_tokens});
+        v["iterations"] = json!(run.iterations);
+        v["events"] = Value::Array(
+            events
+                .iter()
+                .map(|e| {
+                    json!({
+                        "seq": e.seq, "at": ts(&e.at), "kind": e.kind, "tool": e.tool, "status": e.status,
+                        "arguments": e.arguments, "detail": e.detail, "prompt_tokens": e.prompt_tokens,
+                        "completion_tokens": e.completion_tokens, "duration_ms": e.duration_ms,
+                    })
+                })
+                .collect(),
+        );
+        v["deliveries"] = Value::Array(
+            deliveries
+                .iter()
+                .map(|d| json!({"target": d.target, "kind": d.kind, "status": d.status, "error": d.error, "attempts": d.attempts, "on_failure": d.on_failure}))
+                .collect(),
+        );
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tz = &config.timezone;
+    let when = |t: Option<DateTime<Utc>>| {
+        t.map_or_else(|| "-".into(), |t| t.with_timezone(tz).format("%Y-%m-%d %H:%M:%S %:z").to_string())
+    };
+    println!("run {}  {}  {}", run.id, run.routine.as_deref().unwrap_or(run.kind.as_str()), run.status.as_str());
+    println!("trigger:   {} (attempt {})", run.trigger, detail.attempt);
+    if let Some(s) = run.scheduled_for {
+        println!("scheduled: {}", when(Some(s)));
+    }
+    println!("started:   {}\nfinished:  {}", when(run.started_at), when(run.finished_at));
+    println!(
+        "tokens:    {} prompt, {} completion, {} model call(s)",
+        run.prompt_tokens, run.completion_tokens, run.iterations
+    );
+    if let Some(p) = &detail.prompt {
+        println!("\nprompt:\n{}", indent(p));
+    }
+    println!("\nevents:");
+    for e in &events {
+        let what = match (&e.tool, &e.arguments) {
+            (Some(t), Some(a)) => format!("{t} {a}"),
+            _ => e.detail.clone().unwrap_or_default(),
+        };
+        let tokens = match (e.prompt_tokens, e.completion_tokens) {
+            (Some(p), Some(c)) => format!("  [{p}+{c} tokens]"),
+            _ => String::new(),
+        };
+        println!(
+            "  {:>3}. {:<10} {:<12} {}ms  {}{}",
+            e.seq,
+            e.kind,
+            e.status,
+            e.duration_ms,
+            first_line(&what, 100),
+            tokens
+        );
+    }
+    if !deliveries.is_empty() {
+        println!("\ndeliveries:");
+        for d in &deliveries {
+            let err = d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default();
+            println!("  {} {}  {}{}", d.kind, d.target, d.status.as_str(), err);
+        }
+    }
+    if let Some(o) = &run.output {
+        println!("\noutput:\n{}", indent(o));
+    }
+    if let Some(e) = &run.error {
+        println!("\nerror:\n{}", indent(e));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}

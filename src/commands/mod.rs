@@ -1,0 +1,70 @@
+//! One module per command family of the binary.
+
+pub mod init;
+pub mod inspect;
+pub mod run;
+pub mod validate;
+
+use routines::diag::did_you_mean;
+use routines::routine::{LoadedRoutines, Routine};
+
+use crate::app::UsageError;
+
+/// The routine called `name`, or a usage error with a did-you-mean; a
+/// routine that exists but is invalid reports its problems.
+pub fn find<'a>(loaded: &'a LoadedRoutines, name: &str) -> anyhow::Result<&'a Routine> {
+    if let Some(r) = loaded.get(name) {
+        return Ok(r);
+    }
+    let broken: Vec<String> = loaded
+        .diagnostics
+        .0
+        .iter()
+        .filter(|d| d.file.file_stem().is_some_and(|s| s == name))
+        .map(|d| format!("  {}", d.to_string().replace('\n', "\n  ")))
+        .collect();
+    if !broken.is_empty() {
+        return Err(UsageError(format!("routine `{name}` is invalid:\n{}", broken.join("\n"))).into());
+    }
+    let hint = match did_you_mean(name, loaded.names()) {
+        Some(best) => format!("; did you mean `{best}`?"),
+        None if loaded.routines.is_empty() => "; there are no routines (see `routines init`)".into(),
+        None => format!("; routines: {}", loaded.names().join(", ")),
+    };
+    Err(UsageError(format!("no routine named `{name}`{hint}")).into())
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Left-aligned columns, two spaces apart.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header.iter().map(|h| (*h).to_string()).collect());
+    for row in rows {
+        out.push('\n');
+        out.push_str(&line(row.clone()));
+    }
+    out
+}

@@ -1,0 +1,118 @@
+//! `routines run NAME`: fire a routine by hand.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use routines::agent::AgentEvent;
+use routines::config::Config;
+use routines::engine::{EngineError, RunOptions, TriggerInfo};
+use routines::store::{DeliveryStatus, RunStatus};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use super::{find, print_json};
+use crate::app::{Refused, engine, routines};
+
+pub async fn run(
+    config: Config,
+    name: &str,
+    vars: Vec<(String, String)>,
+    no_deliver: bool,
+    dry_run: bool,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let loaded = routines(&config);
+    let routine = find(&loaded, name)?.clone();
+    if !loaded.diagnostics.is_empty() {
+        tracing::warn!("{} problem(s) in other routine files; see `routines validate`", loaded.diagnostics.len());
+    }
+    let vars: BTreeMap<String, String> = vars.into_iter().collect();
+    let engine = engine(config, !dry_run)?;
+
+    if dry_run {
+        let ctx = engine.context(&routine, &TriggerInfo::manual(), 0, 1, &vars);
+        let prompt = engine.render_prompt(&routine, &ctx).map_err(crate::app::UsageError)?;
+        let agent = engine.agent_for(&routine)?;
+        let system = agent.system_prompt(&prompt);
+        if json_out {
+            print_json(&json!({"routine": routine.name, "prompt": prompt, "system_prompt": system}))?;
+        } else {
+            println!("# System prompt\n\n{system}\n# Prompt\n\n{prompt}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(progress(rx, routine.name.clone()));
+    let opts = RunOptions { vars, no_deliver };
+    let result = engine.run(&routine, TriggerInfo::manual(), &opts, Some(tx)).await;
+    let _ = printer.await;
+    let report = match result {
+        Ok(r) => r,
+        Err(EngineError::Disabled(n)) => {
+            return Err(Refused(format!("routine `{n}` is disabled; set `enabled: true` to run it")).into());
+        }
+        Err(e) => return Err(e.into()),
+    };
+
+    for d in &report.deliveries {
+        match d.status {
+            DeliveryStatus::Delivered => eprintln!("  delivered to {}", d.target),
+            _ => eprintln!("  delivery to {} failed: {}", d.target, d.error.as_deref().unwrap_or("unknown error")),
+        }
+    }
+    if json_out {
+        print_json(&json!({
+            "run_id": report.run_id,
+            "routine": report.routine,
+            "status": report.status.as_str(),
+            "output": report.output,
+            "error": report.error,
+            "deliveries": report.deliveries,
+        }))?;
+    } else if let Some(out) = &report.output {
+        if report.status == RunStatus::Succeeded {
+            println!("{}", out.trim_end());
+        }
+    }
+    let code = match report.status {
+        RunStatus::Succeeded | RunStatus::Silent => {
+            if report.status == RunStatus::Silent {
+                eprintln!("run {}: silent (nothing to report; nothing delivered)", report.run_id);
+            } else {
+                eprintln!("run {}: succeeded", report.run_id);
+            }
+            ExitCode::SUCCESS
+        }
+        status => {
+            eprintln!(
+                "error: run {} {}: {}",
+                report.run_id,
+                status.as_str(),
+                report.error.as_deref().unwrap_or("no detail")
+            );
+            eprintln!("  details: routines show {}", report.run_id);
+            ExitCode::from(1)
+        }
+    };
+    Ok(code)
+}
+
+/// Status lines on stderr while the agent works.
+async fn progress(mut rx: mpsc::UnboundedReceiver<AgentEvent>, name: String) {
+    let tty = std::io::stderr().is_terminal();
+    eprintln!("running {name}...");
+    while let Some(event) = rx.recv().await {
+        let line = match event {
+            AgentEvent::Running { tool, summary } if summary.is_empty() => format!("  · {tool}"),
+            AgentEvent::Running { tool, summary } => format!("  · {tool}: {summary}"),
+            AgentEvent::Success { tool, first_line } => format!("  ✓ {tool}: {first_line}"),
+            AgentEvent::Failed { tool, lines } => format!("  ✗ {tool}: {}", lines.lines().next().unwrap_or("")),
+            AgentEvent::Notice(n) => format!("  ! {n}"),
+            AgentEvent::TextDelta(_) => continue,
+        };
+        let line: String = if tty { line.chars().take(160).collect() } else { line };
+        eprintln!("{line}");
+    }
+}

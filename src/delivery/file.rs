@@ -1,0 +1,92 @@
+//! File delivery: atomic writes (temporary file + rename) in `create`,
+//! `overwrite` or `append` mode, folders created, confined to the workspace.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::FileMode;
+use crate::policy::paths::confine;
+use crate::tools::write_atomic;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilePayload {
+    /// Absolute, already confined.
+    pub path: PathBuf,
+    /// As rendered, for people.
+    pub shown: String,
+    pub mode: FileModeName,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileModeName {
+    Create,
+    Overwrite,
+    Append,
+}
+
+impl From<FileMode> for FileModeName {
+    fn from(m: FileMode) -> Self {
+        match m {
+            FileMode::Create => FileModeName::Create,
+            FileMode::Overwrite => FileModeName::Overwrite,
+            FileMode::Append => FileModeName::Append,
+        }
+    }
+}
+
+/// Resolves a rendered path inside the workspace (absolute paths must lie
+/// inside it too); refuses forbidden paths.
+pub fn resolve(workspace: &Path, forbidden: &[PathBuf], rendered: &str) -> Result<PathBuf, String> {
+    if rendered.trim().is_empty() {
+        return Err("the rendered path is empty".into());
+    }
+    confine(workspace, forbidden, rendered).map_err(|e| e.to_string())
+}
+
+pub fn deliver(p: &FilePayload) -> Result<String, String> {
+    let existing = std::fs::read(&p.path);
+    let data = match (p.mode, existing) {
+        (FileModeName::Create, Ok(_)) => {
+            return Err(format!("{} already exists and mode is create; use overwrite or append", p.shown));
+        }
+        (FileModeName::Append, Ok(mut old)) => {
+            if !old.is_empty() && !old.ends_with(b"\n") {
+                old.push(b'\n');
+            }
+            old.extend_from_slice(p.content.as_bytes());
+            old
+        }
+        _ => p.content.as_bytes().to_vec(),
+    };
+    write_atomic(&p.path, &data).map_err(|e| format!("cannot write {}: {e}", p.shown))?;
+    Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_create_overwrite_and_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/r.md");
+        let mk = |mode, content: &str| FilePayload {
+            path: path.clone(),
+            shown: "out/r.md".into(),
+            mode,
+            content: content.into(),
+        };
+        deliver(&mk(FileModeName::Create, "one")).unwrap();
+        assert_eq!(
+            deliver(&mk(FileModeName::Create, "two")).unwrap_err(),
+            "out/r.md already exists and mode is create; use overwrite or append"
+        );
+        deliver(&mk(FileModeName::Append, "two\n")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+        deliver(&mk(FileModeName::Overwrite, "three")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+    }
+}

@@ -1,0 +1,417 @@
+//! The engine: one routine run end to end (SPEC §6).
+//!
+//! queued → running → render the prompt → build the agent with the
+//! routine's overrides in routine mode → `process_message`, retried on
+//! provider failures and bounded as a whole by `timeout` → silent token →
+//! deliveries, each recorded with its own status → on_failure deliveries →
+//! final status, output, tokens and iterations recorded.
+
+mod context;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, StoreRecorder, approach_key};
+use crate::config::{Config, DeliveryTarget};
+use crate::delivery::Payload;
+use crate::delivery::file::{self, FilePayload};
+use crate::llm::{Message, Provider};
+use crate::memory::Memory;
+use crate::policy::{Grants, Policy, Redactor};
+use crate::routine::template::Templates;
+use crate::routine::{Routine, Session};
+use crate::store::{DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError};
+use crate::tools::{Registry, ShellSettings};
+
+pub use context::TriggerInfo;
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("routine `{0}` is disabled; set `enabled: true` to run it")]
+    Disabled(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// How one run ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RunReport {
+    pub run_id: i64,
+    pub routine: String,
+    pub status: RunStatus,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub deliveries: Vec<DeliveryReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeliveryReport {
+    pub target: String,
+    pub status: DeliveryStatus,
+    pub error: Option<String>,
+}
+
+/// Options of one manual run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `--var k=v`, added to (and overriding) the routine's `vars`.
+    pub vars: BTreeMap<String, String>,
+    pub no_deliver: bool,
+}
+
+/// Everything runs share.
+pub struct Engine {
+    pub config: Config,
+    pub store: Store,
+    pub memory: Memory,
+    pub provider: Arc<dyn Provider>,
+    pub templates: Templates,
+    pub redactor: Redactor,
+    pub shell: ShellSettings,
+    /// Model used when a routine sets none.
+    pub model: String,
+}
+
+impl Engine {
+    /// The template context of a run (delivery templates add `output` and `status`).
+    pub fn context(
+        &self,
+        routine: &Routine,
+        trigger: &TriggerInfo,
+        run_id: i64,
+        attempt: u32,
+        vars: &BTreeMap<String, String>,
+    ) -> Value {
+        context::build(routine, trigger, run_id, attempt, vars, Utc::now())
+    }
+
+    pub fn render_prompt(&self, routine: &Routine, ctx: &Value) -> Result<String, String> {
+        let r = match (&routine.spec.prompt, &routine.spec.prompt_template) {
+            (Some(p), _) => self.templates.render_str("prompt", p, ctx),
+            (None, Some(f)) => self.templates.render_file(f, ctx),
+            (None, None) => return Err(format!("routine `{}` has no prompt", routine.name)),
+        };
+        r.map_err(|e| e.to_string())
+    }
+
+    /// The agent of a routine: overrides applied, routine mode, grants.
+    pub fn agent_for(&self, routine: &Routine) -> Result<Agent, EngineError> {
+        let c = &self.config;
+        let o = &routine.spec.agent;
+        let mut opts = AgentOptions::new(o.model.clone().unwrap_or_else(|| self.model.clone()));
+        opts.temperature = Some(o.temperature.unwrap_or(c.provider.temperature));
+        opts.max_tokens = c.provider.max_tokens;
+        opts.max_iterations = o.max_iterations.unwrap_or(c.agent.max_iterations);
+        opts.history_limit = c.agent.history_limit;
+        opts.tool_mode = c.provider.tool_calls;
+        opts.language = c.language;
+        opts.timezone = routine.zone;
+        opts.shell = self.shell.clone();
+        let autonomy = o.autonomy.unwrap_or(c.agent.autonomy);
+        let mut policy =
+            Policy::new(autonomy, &c.workspace, &c.forbidden_paths).map_err(|e| EngineError::Setup(e.to_string()))?;
+        policy.allowed_commands = c.security.allowed_commands.clone();
+        policy.allowed_hosts = c.security.allowed_hosts.clone();
+        let mut tools = Registry::builtin();
+        if let Some(list) = &o.tools {
+            tools.retain(list);
+        }
+        let mut agent = Agent::new(self.provider.clone(), tools, Arc::new(policy), opts);
+        agent.set_memory(Some(self.memory.clone()));
+        agent.set_redactor(self.redactor.clone());
+        agent.set_routine_name(&routine.name);
+        agent.set_silent_token(Some(routine.spec.silent_token.clone()));
+        agent.set_grants(Grants { tools: o.tools.clone().unwrap_or_default(), commands: o.allow_commands.clone() });
+        Ok(agent)
+    }
+
+    /// Runs a routine once, end to end. `progress` receives tool status events.
+    pub async fn run(
+        &self,
+        routine: &Routine,
+        trigger: TriggerInfo,
+        opts: &RunOptions,
+        progress: Option<UnboundedSender<AgentEvent>>,
+    ) -> Result<RunReport, EngineError> {
+        if !routine.spec.enabled {
+            return Err(EngineError::Disabled(routine.name.clone()));
+        }
+        let run_id = self.store.create_run(&NewRun {
+            kind: RunKind::Routine,
+            routine: Some(routine.name.clone()),
+            trigger: trigger.kind.clone(),
+            scheduled_for: trigger.scheduled_for,
+            status: RunStatus::Queued,
+        })?;
+        let mut detail = RunDetail {
+            prompt: None,
+            trigger_context: Some(trigger.context.to_string()),
+            attempt: 1,
+            pid: Some(std::process::id()),
+        };
+        self.store.set_run_detail(run_id, &detail)?;
+        self.store.start_run(run_id)?;
+        let ctx = self.context(routine, &trigger, run_id, 1, &opts.vars);
+
+        let report = RunReport {
+            run_id,
+            routine: routine.name.clone(),
+            status: RunStatus::Failed,
+            output: None,
+            error: None,
+            deliveries: Vec::new(),
+        };
+        let mut outcome = RunOutcome {
+            status: RunStatus::Failed,
+            output: None,
+            error: None,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            iterations: 0,
+        };
+
+        let prompt = match self.render_prompt(routine, &ctx) {
+            Ok(p) => p,
+            Err(e) => {
+                outcome.error = Some(e);
+                return self.finish(routine, &ctx, opts, report, outcome).await;
+            }
+        };
+        detail.prompt = Some(self.redactor.redact(&prompt).into_owned());
+        self.store.set_run_detail(run_id, &detail)?;
+
+        let mut agent = self.agent_for(routine)?;
+        let recorder = Arc::new(StoreRecorder { store: self.store.clone(), run_id });
+        agent.set_event_sink(Some(recorder));
+        agent.set_progress(progress);
+        if routine.spec.agent.session == Session::Persistent {
+            if let Some(json) = self.store.session(&routine.name)? {
+                if let Ok(history) = serde_json::from_str::<Vec<Message>>(&json) {
+                    agent.set_history(history);
+                }
+            }
+        }
+
+        let deadline = Instant::now() + routine.spec.timeout.get();
+        let result = tokio::time::timeout(
+            routine.spec.timeout.get(),
+            self.attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline),
+        )
+        .await;
+        let t = agent.last_turn();
+        outcome.prompt_tokens = t.prompt_tokens;
+        outcome.completion_tokens = t.completion_tokens;
+        outcome.iterations = t.iterations;
+        match result {
+            Err(_) => {
+                outcome.status = RunStatus::TimedOut;
+                outcome.error = Some(format!(
+                    "the run did not finish within its timeout of {}; it was cancelled and its processes killed",
+                    routine.spec.timeout
+                ));
+            }
+            Ok(Err(e)) => outcome.error = Some(e.to_string()),
+            Ok(Ok(reply)) => {
+                let silent = reply.trim() == routine.spec.silent_token.trim();
+                outcome.status = if silent { RunStatus::Silent } else { RunStatus::Succeeded };
+                outcome.output = Some(reply);
+                if routine.spec.agent.session == Session::Persistent {
+                    if let Ok(json) = serde_json::to_string(agent.history()) {
+                        self.store.save_session(&routine.name, &json)?;
+                    }
+                }
+                if !silent {
+                    self.remember_approach(routine, run_id);
+                }
+            }
+        }
+        self.finish(routine, &ctx, opts, report, outcome).await
+    }
+
+    /// `process_message`, retried on provider failures with backoff, within the deadline.
+    async fn attempts(
+        &self,
+        routine: &Routine,
+        agent: &mut Agent,
+        prompt: &str,
+        run_id: i64,
+        detail: &mut RunDetail,
+        deadline: Instant,
+    ) -> Result<String, AgentError> {
+        let retry = &routine.spec.retry;
+        let mut attempt = 1;
+        loop {
+            match agent.process_message(prompt).await {
+                Ok(reply) => return Ok(reply),
+                Err(AgentError::Llm(e)) if e.is_retryable() && attempt < retry.attempts => {
+                    let exp = retry.backoff.get().saturating_mul(1u32 << (attempt - 1).min(16));
+                    let wait = e.retry_after().unwrap_or(exp).min(retry.max_backoff.get());
+                    if Instant::now() + wait >= deadline {
+                        return Err(AgentError::Llm(e));
+                    }
+                    tracing::warn!(routine = %routine.name, attempt, error = %e, wait_ms = wait.as_millis() as u64, "Run attempt failed, retrying.");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                    detail.attempt = attempt;
+                    let _ = self.store.set_run_detail(run_id, detail);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Delivers (or, on failure, runs on_failure deliveries) and records the outcome.
+    async fn finish(
+        &self,
+        routine: &Routine,
+        ctx: &Value,
+        opts: &RunOptions,
+        mut report: RunReport,
+        outcome: RunOutcome,
+    ) -> Result<RunReport, EngineError> {
+        let failed = matches!(outcome.status, RunStatus::Failed | RunStatus::TimedOut);
+        let targets: &[DeliveryTarget] = match outcome.status {
+            RunStatus::Succeeded => &routine.spec.deliver,
+            _ if failed => &routine.spec.on_failure.deliver,
+            _ => &[],
+        };
+        if !opts.no_deliver {
+            let mut dctx = ctx.clone();
+            dctx["output"] = json!(outcome.output.clone().or_else(|| outcome.error.clone()).unwrap_or_default());
+            dctx["status"] = json!(outcome.status.as_str());
+            if let Some(e) = &outcome.error {
+                dctx["error"] = json!(e);
+            }
+            for (i, target) in targets.iter().enumerate() {
+                report.deliveries.push(self.deliver(
+                    report.run_id,
+                    u32::try_from(i).unwrap_or(u32::MAX),
+                    failed,
+                    target,
+                    &dctx,
+                ));
+            }
+        }
+        self.store.finish_run(report.run_id, &outcome)?;
+        report.status = outcome.status;
+        report.output = outcome.output;
+        report.error = outcome.error;
+        Ok(report)
+    }
+
+    fn deliver(&self, run_id: i64, seq: u32, on_failure: bool, target: &DeliveryTarget, ctx: &Value) -> DeliveryReport {
+        let payload = match self.render_delivery(target, ctx) {
+            Ok(p) => p,
+            Err(e) => {
+                let shown = describe_target(target);
+                let _ = self
+                    .store
+                    .add_delivery(&NewDelivery {
+                        run_id,
+                        seq,
+                        kind: kind_of(target),
+                        target: &shown,
+                        on_failure,
+                        payload: "{}",
+                    })
+                    .and_then(|id| self.store.set_delivery(id, DeliveryStatus::Failed, Some(&e)));
+                return DeliveryReport { target: shown, status: DeliveryStatus::Failed, error: Some(e) };
+            }
+        };
+        let target_text = payload.target();
+        let json = serde_json::to_string(&payload).unwrap_or_else(|_| "{}".into());
+        let id = match self.store.add_delivery(&NewDelivery {
+            run_id,
+            seq,
+            kind: payload.kind(),
+            target: &target_text,
+            on_failure,
+            payload: &json,
+        }) {
+            Ok(id) => id,
+            Err(e) => {
+                return DeliveryReport {
+                    target: target_text,
+                    status: DeliveryStatus::Failed,
+                    error: Some(e.to_string()),
+                };
+            }
+        };
+        let (status, error) = match payload.deliver() {
+            Ok(_) => (DeliveryStatus::Delivered, None),
+            Err(e) => {
+                tracing::warn!(run_id, target = %target_text, error = %e, "Delivery failed.");
+                (DeliveryStatus::Failed, Some(e))
+            }
+        };
+        let _ = self.store.set_delivery(id, status, error.as_deref());
+        DeliveryReport { target: target_text, status, error }
+    }
+
+    fn render_delivery(&self, target: &DeliveryTarget, ctx: &Value) -> Result<Payload, String> {
+        match target {
+            DeliveryTarget::File(f) => {
+                let shown = self.templates.render_str("file path", &f.path, ctx).map_err(|e| e.to_string())?;
+                let path: PathBuf = file::resolve(&self.config.workspace, &self.config.forbidden_paths, shown.trim())?;
+                let content = match &f.template {
+                    Some(t) => self.templates.render_file(t, ctx).map_err(|e| e.to_string())?,
+                    None => {
+                        let mut out = ctx["output"].as_str().unwrap_or("").to_string();
+                        if !out.ends_with('\n') {
+                            out.push('\n');
+                        }
+                        out
+                    }
+                };
+                Ok(Payload::File(FilePayload { path, shown: shown.trim().to_string(), mode: f.mode.into(), content }))
+            }
+            DeliveryTarget::Mail(m) => Err(format!(
+                "mail delivery to {} is not available yet in this version; the output is kept in the run history",
+                m.to.join(", ")
+            )),
+        }
+    }
+
+    /// After a successful run, the tool calls it made become the approach
+    /// offered to the next run (memory `routine:<name>:approach`).
+    fn remember_approach(&self, routine: &Routine, run_id: i64) {
+        let Ok(events) = self.store.run_events(run_id) else { return };
+        let steps: Vec<String> = events
+            .iter()
+            .filter(|e| e.kind == "tool_call" && e.status == "success")
+            .map(|e| format!("- {} {}", e.tool.as_deref().unwrap_or("?"), e.arguments.as_deref().unwrap_or("{}")))
+            .collect();
+        if steps.is_empty() {
+            return;
+        }
+        let text = format!("Tool calls of the last successful run:\n{}", steps.join("\n"));
+        if let Err(e) =
+            self.memory.store(&approach_key(&routine.name), &self.redactor.redact(&text), crate::memory::CORE)
+        {
+            tracing::warn!(routine = %routine.name, error = %e, "Could not store the approach memory.");
+        }
+    }
+}
+
+fn kind_of(t: &DeliveryTarget) -> &'static str {
+    match t {
+        DeliveryTarget::File(_) => "file",
+        DeliveryTarget::Mail(_) => "mail",
+    }
+}
+
+fn describe_target(t: &DeliveryTarget) -> String {
+    match t {
+        DeliveryTarget::File(f) => f.path.clone(),
+        DeliveryTarget::Mail(m) => m.to.join(", "),
+    }
+}

@@ -1,0 +1,236 @@
+//! Run history for routines: details of a run, listing and filtering,
+//! runs whose process died, and deliveries with their own status.
+
+use chrono::Utc;
+use rusqlite::{OptionalExtension, params};
+use serde::Serialize;
+
+use super::runs::{RUN_COLUMNS, run_from_row};
+use super::{RunRow, RunStatus, Store, StoreError, time_column, to_db_time};
+
+/// What a routine run records beyond the common columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RunDetail {
+    pub prompt: Option<String>,
+    /// JSON of the trigger context (kind, path, webhook body, ...).
+    pub trigger_context: Option<String>,
+    pub attempt: u32,
+    pub pid: Option<u32>,
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter<'a> {
+    pub routine: Option<&'a str>,
+    pub status: Option<RunStatus>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "delivered" => DeliveryStatus::Delivered,
+            "failed" => DeliveryStatus::Failed,
+            _ => DeliveryStatus::Pending,
+        }
+    }
+}
+
+/// A delivery to record before it is attempted.
+#[derive(Debug, Clone)]
+pub struct NewDelivery<'a> {
+    pub run_id: i64,
+    pub seq: u32,
+    pub kind: &'a str,
+    pub target: &'a str,
+    pub on_failure: bool,
+    /// JSON with everything needed to retry it without the agent.
+    pub payload: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeliveryRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub seq: u32,
+    pub kind: String,
+    pub target: String,
+    pub on_failure: bool,
+    #[serde(skip)]
+    pub payload: String,
+    pub status: DeliveryStatus,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub updated_at: chrono::DateTime<Utc>,
+}
+
+const DELIVERY_COLUMNS: &str =
+    "id, run_id, seq, kind, target, on_failure, payload, status, attempts, error, updated_at";
+
+fn delivery_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
+    let status: String = r.get(7)?;
+    Ok(DeliveryRow {
+        id: r.get(0)?,
+        run_id: r.get(1)?,
+        seq: r.get(2)?,
+        kind: r.get(3)?,
+        target: r.get(4)?,
+        on_failure: r.get::<_, i64>(5)? != 0,
+        payload: r.get(6)?,
+        status: DeliveryStatus::parse(&status),
+        attempts: r.get(8)?,
+        error: r.get(9)?,
+        updated_at: time_column(r, 10)?,
+    })
+}
+
+impl Store {
+    /// Records the rendered prompt, trigger context, attempt and the process
+    /// running it.
+    pub fn set_run_detail(&self, id: i64, detail: &RunDetail) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "UPDATE runs SET prompt = ?2, trigger_context = ?3, attempt = ?4, pid = ?5 WHERE id = ?1",
+                params![id, detail.prompt, detail.trigger_context, detail.attempt, detail.pid],
+            )
+        })?;
+        Ok(())
+    }
+
+    pub fn run_detail(&self, id: i64) -> Result<Option<RunDetail>, StoreError> {
+        self.with_conn(|c| {
+            c.query_row("SELECT prompt, trigger_context, attempt, pid FROM runs WHERE id = ?1", [id], |r| {
+                Ok(RunDetail { prompt: r.get(0)?, trigger_context: r.get(1)?, attempt: r.get(2)?, pid: r.get(3)? })
+            })
+            .optional()
+        })
+    }
+
+    /// Runs newest first.
+    pub fn list_runs(&self, filter: &RunFilter<'_>) -> Result<Vec<RunRow>, StoreError> {
+        let limit = i64::try_from(filter.limit.max(1)).unwrap_or(i64::MAX);
+        self.with_conn(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs
+                 WHERE (?1 IS NULL OR routine = ?1) AND (?2 IS NULL OR status = ?2) AND kind != 'chat'
+                 ORDER BY id DESC LIMIT ?3"
+            ))?;
+            let rows =
+                stmt.query_map(params![filter.routine, filter.status.map(|s| s.as_str()), limit], run_from_row)?;
+            rows.collect()
+        })
+    }
+
+    /// Status of the newest run of a routine.
+    pub fn last_status(&self, routine: &str) -> Result<Option<RunStatus>, StoreError> {
+        Ok(self.list_runs(&RunFilter { routine: Some(routine), status: None, limit: 1 })?.first().map(|r| r.status))
+    }
+
+    /// Marks `queued`/`running` runs whose process is gone as `interrupted`;
+    /// returns their ids. `alive` says whether a process id still runs.
+    pub fn interrupt_orphans(&self, alive: &dyn Fn(u32) -> bool) -> Result<Vec<i64>, StoreError> {
+        let candidates: Vec<(i64, Option<u32>)> = self.with_conn(|c| {
+            let mut stmt =
+                c.prepare("SELECT id, pid FROM runs WHERE status IN ('queued', 'running') AND kind != 'chat'")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })?;
+        let me = std::process::id();
+        let mut interrupted = Vec::new();
+        for (id, pid) in candidates {
+            let dead = match pid {
+                Some(p) => p != me && !alive(p),
+                None => false,
+            };
+            if dead {
+                self.with_conn(|c| {
+                    c.execute(
+                        "UPDATE runs SET status = 'interrupted', finished_at = ?2,
+                                error = COALESCE(error, 'the process running it stopped before it finished')
+                         WHERE id = ?1 AND status IN ('queued', 'running')",
+                        params![id, to_db_time(Utc::now())],
+                    )
+                })?;
+                interrupted.push(id);
+            }
+        }
+        Ok(interrupted)
+    }
+
+    pub fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<i64, StoreError> {
+        let now = to_db_time(Utc::now());
+        self.with_conn(|c| {
+            c.query_row(
+                "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7) RETURNING id",
+                params![d.run_id, d.seq, d.kind, d.target, i64::from(d.on_failure), d.payload, now],
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// Records one attempt of a delivery.
+    pub fn set_delivery(&self, id: i64, status: DeliveryStatus, error: Option<&str>) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4 WHERE id = ?1",
+                params![id, status.as_str(), error, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+
+    pub fn deliveries(&self, run_id: i64) -> Result<Vec<DeliveryRow>, StoreError> {
+        self.with_conn(|c| {
+            let mut stmt =
+                c.prepare(&format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE run_id = ?1 ORDER BY seq"))?;
+            let rows = stmt.query_map([run_id], delivery_from_row)?;
+            rows.collect()
+        })
+    }
+
+    /// Deliveries still waiting or failed, oldest first.
+    pub fn undelivered(&self) -> Result<Vec<DeliveryRow>, StoreError> {
+        self.with_conn(|c| {
+            let mut stmt = c.prepare(&format!(
+                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status != 'delivered' ORDER BY id"
+            ))?;
+            let rows = stmt.query_map([], delivery_from_row)?;
+            rows.collect()
+        })
+    }
+
+    /// The saved history of a persistent routine session (JSON).
+    pub fn session(&self, routine: &str) -> Result<Option<String>, StoreError> {
+        self.with_conn(|c| {
+            c.query_row("SELECT history FROM sessions WHERE routine = ?1", [routine], |r| r.get(0)).optional()
+        })
+    }
+
+    pub fn save_session(&self, routine: &str, history_json: &str) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "INSERT INTO sessions (routine, history, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (routine) DO UPDATE SET history = excluded.history, updated_at = excluded.updated_at",
+                params![routine, history_json, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+}
