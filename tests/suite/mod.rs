@@ -6,3 +6,5 @@ mod http;
 mod mock_llm_tests;
 mod provider;
 mod security;
+mod examples;
+mod routines_cli;

@@ -1,0 +1,1 @@
+//! The example routines of the repository validate and run.

@@ -1,0 +1,1 @@
+//! Routines through the real binary: every command, exit code and --json shape.
