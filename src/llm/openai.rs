@@ -52,9 +52,15 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(options: ProviderOptions) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10).min(options.timeout))
-            .user_agent(concat!("routines/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("routines/", env!("CARGO_PKG_VERSION")));
+        if options.base_url.starts_with("http://") {
+            // A plain-HTTP server (a local model) needs no trust roots; not
+            // loading the system's saves time and memory on every start.
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let http = builder
             .build()
             .map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));

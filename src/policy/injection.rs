@@ -622,11 +622,25 @@ static SPECS: &[Spec] = &[
 
 struct Rule {
     spec: &'static Spec,
+    /// Compiled on the first anchor hit: most texts never wake most rules,
+    /// and compiling them all up front costs tens of milliseconds per process.
+    compiled: std::sync::OnceLock<Option<Compiled>>,
+    /// Indices into `Engine::needs`.
+    needs: Vec<usize>,
+}
+
+struct Compiled {
     re: Regex,
     /// Compiled `sandwich` parts.
     sandwich: Option<(Regex, Regex)>,
-    /// Indices into `Engine::needs`.
-    needs: Vec<usize>,
+}
+
+impl Rule {
+    /// The rule's regexes; `None` only if they do not compile (a bug that a
+    /// unit test rules out).
+    fn compiled(&self) -> Option<&Compiled> {
+        self.compiled.get_or_init(|| compile(self.spec).ok().map(|(re, sandwich)| Compiled { re, sandwich })).as_ref()
+    }
 }
 
 /// What one automaton pattern means.
@@ -645,9 +659,6 @@ struct Pattern {
 
 struct Engine {
     rules: Vec<Rule>,
-    /// Rules whose pattern did not compile (a bug; a unit test keeps it empty).
-    #[cfg_attr(not(test), allow(dead_code))]
-    failed: Vec<(&'static str, String)>,
     /// Anchors made of ASCII, run on every text; None only if the automaton
     /// could not be built (a unit test checks it is).
     narrow: Option<AhoCorasick>,
@@ -730,17 +741,9 @@ fn compile(spec: &Spec) -> Result<(Regex, Option<(Regex, Regex)>), regex::Error>
 impl Engine {
     fn build() -> Engine {
         let mut rules = Vec::new();
-        let mut failed = Vec::new();
         let mut needs: Vec<&'static Need> = Vec::new();
         let mut by_word: BTreeMap<String, Pattern> = BTreeMap::new();
         for spec in SPECS {
-            let (re, sandwich) = match compile(spec) {
-                Ok(compiled) => compiled,
-                Err(e) => {
-                    failed.push((spec.name, e.to_string()));
-                    continue;
-                }
-            };
             let id = rules.len();
             for anchor in words(spec.anchors) {
                 let (anchor, end) = anchor.strip_suffix('$').map_or((anchor, false), |w| (w, true));
@@ -760,7 +763,7 @@ impl Engine {
                     }
                 }
             }
-            rules.push(Rule { spec, re, sandwich, needs: ids });
+            rules.push(Rule { spec, compiled: std::sync::OnceLock::new(), needs: ids });
         }
         let mut narrow: Vec<(Vec<u8>, Pattern)> = Vec::new();
         let mut wide: Vec<(Vec<u8>, Pattern)> = Vec::new();
@@ -785,7 +788,7 @@ impl Engine {
         let (narrow_ac, wide_ac) = (automaton(&narrow), automaton(&wide));
         let wide_base = narrow.len();
         let patterns = narrow.into_iter().chain(wide).map(|(_, p)| p).collect();
-        Engine { rules, failed, narrow: narrow_ac, wide: wide_ac, patterns, wide_base, needs }
+        Engine { rules, narrow: narrow_ac, wide: wide_ac, patterns, wide_base, needs }
     }
 
     /// `deeper`: when hidden characters are found, scan again without them.
@@ -883,15 +886,18 @@ impl Engine {
                     *c += 1;
                     *c
                 });
-                let found = if rule.sandwich.is_none() && count > MAX_WINDOWS {
+                let Some(compiled) = rule.compiled() else { continue };
+                let found = if compiled.sandwich.is_none() && count > MAX_WINDOWS {
                     if let Some(done) = whole_done.get_mut(id) {
                         *done = true;
                     }
-                    first_match(rule, &lower, 0, lower.len())
+                    first_match(rule.spec, &compiled.re, &lower, 0, lower.len())
                 } else {
-                    match &rule.sandwich {
-                        Some((before, after)) => sandwich_match(rule, before, after, &lower, ws, start, we),
-                        None => first_match(rule, &lower, ws, we),
+                    match &compiled.sandwich {
+                        Some((before, after)) => {
+                            sandwich_match(rule.spec, &compiled.re, before, after, &lower, ws, start, we)
+                        }
+                        None => first_match(rule.spec, &compiled.re, &lower, ws, we),
                     }
                 };
                 if let Some((s, e)) = found {
@@ -974,13 +980,13 @@ fn vetoed_after(spec: &Spec, lower: &str, e: usize) -> bool {
 
 /// The first match of `rule` in `lower[ws..we]` that no veto drops, in
 /// absolute offsets.
-fn first_match(rule: &Rule, lower: &str, ws: usize, we: usize) -> Option<(usize, usize)> {
+fn first_match(spec: &Spec, re: &Regex, lower: &str, ws: usize, we: usize) -> Option<(usize, usize)> {
     let hay = lower.get(ws..we)?;
     let mut from = 0;
     while from <= hay.len() {
-        let m = rule.re.find_at(hay, from)?;
+        let m = re.find_at(hay, from)?;
         let (s, e) = (ws + m.start(), ws + m.end());
-        if !vetoed(rule.spec, lower, s, e) {
+        if !vetoed(spec, lower, s, e) {
             return Some((s, e));
         }
         from = m.start() + hay.get(m.start()..).and_then(|r| r.chars().next()).map_or(1, char::len_utf8);
@@ -990,8 +996,10 @@ fn first_match(rule: &Rule, lower: &str, ws: usize, we: usize) -> Option<(usize,
 
 /// A sandwich rule: the last unvetoed `before` match in `ws..start`, the rule's
 /// pattern at `start`, then `after` within the window.
+#[allow(clippy::too_many_arguments)]
 fn sandwich_match(
-    rule: &Rule,
+    spec: &Spec,
+    re: &Regex,
     before: &Regex,
     after: &Regex,
     lower: &str,
@@ -1001,16 +1009,16 @@ fn sandwich_match(
 ) -> Option<(usize, usize)> {
     // Cheapest and most selective first: the secret at the anchor, then where
     // it goes, then the verb before it.
-    let middle = rule.re.find(lower.get(start..we)?)?;
+    let middle = re.find(lower.get(start..we)?)?;
     let from = start + middle.end();
-    if vetoed_after(rule.spec, lower, from) {
+    if vetoed_after(spec, lower, from) {
         return None;
     }
     let tail = after.find(lower.get(from..we)?)?;
     let lead = before
         .find_iter(lower.get(ws..start)?)
         .map(|m| ws + m.start())
-        .filter(|&s| !vetoed_before(rule.spec, lower, s))
+        .filter(|&s| !vetoed_before(spec, lower, s))
         .last()?;
     Some((lead, from + tail.end()))
 }
@@ -1294,7 +1302,9 @@ mod tests {
     #[test]
     fn every_rule_compiles_and_has_anchors() {
         let engine = &*ENGINE;
-        assert!(engine.failed.is_empty(), "rules that did not compile: {:?}", engine.failed);
+        let failed: Vec<(&str, String)> =
+            SPECS.iter().filter_map(|s| compile(s).err().map(|e| (s.name, e.to_string()))).collect();
+        assert!(failed.is_empty(), "rules that did not compile: {failed:?}");
         assert_eq!(engine.rules.len(), SPECS.len());
         assert!(engine.narrow.is_some() && engine.wide.is_some(), "the anchor automata were not built");
         for spec in SPECS {
