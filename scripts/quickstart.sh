@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Sets up routines on a fresh machine and runs a real agent session end to end:
+# Sets up routines on a fresh machine and runs a real routine end to end:
 # builds the binary, starts a local model unless a provider is configured
-# (ROUTINES_BASE_URL), writes a demo workspace, and asks the agent a question
-# it can only answer by reading a file with its file_read tool.
+# (ROUTINES_BASE_URL), scaffolds a demo folder with `routines init`, runs the
+# `hello` routine there, and prints the report it delivered.
 #
-# Usage: scripts/quickstart.sh ["your question"]
+# Usage: scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,19 +20,8 @@ if [ -z "${ROUTINES_BASE_URL:-}" ]; then
   export ROUTINES_MODEL=${ROUTINES_MODEL:-qwen2.5-coder-1.5b}
 fi
 
-mkdir -p "$DEMO"
-if [ ! -f "$DEMO/routines.yaml" ]; then
-  cat >"$DEMO/routines.yaml" <<'YAML'
-# Demo engine config. The provider comes from ROUTINES_BASE_URL / ROUTINES_MODEL
-# (see scripts/quickstart.sh); everything else is relative to this folder.
-provider:
-  model: qwen2.5-coder-1.5b
-  temperature: 0
-agent:
-  autonomy: supervised
-  max_iterations: 6
-YAML
-fi
+echo "==> Scaffolding $DEMO (existing files are kept)" >&2
+"$BIN" init "$DEMO"
 if [ ! -f "$DEMO/notes.md" ]; then
   cat >"$DEMO/notes.md" <<'MD'
 # Release notes (internal)
@@ -41,10 +30,14 @@ The code word for the launch call is PELICAN-42.
 MD
 fi
 
-QUESTION=${1:-"Read notes.md with file_read, then tell me the release date and the code word."}
-echo "==> routines chat (model at $ROUTINES_BASE_URL)" >&2
-echo "you> $QUESTION" >&2
-echo "$QUESTION" | "$BIN" --config "$DEMO/routines.yaml" chat
+echo "==> routines run hello (model at $ROUTINES_BASE_URL)" >&2
+"$BIN" --config "$DEMO/routines.yaml" run hello
+REPORT=$(ls -t "$DEMO"/reports/hello/*.md 2>/dev/null | head -1 || true)
+if [ -n "$REPORT" ]; then
+  echo >&2
+  echo "==> The report it delivered: $REPORT" >&2
+  cat "$REPORT"
+fi
 echo >&2
-echo "==> Done. Talk to it yourself:  $BIN --config $DEMO/routines.yaml chat" >&2
-echo "    Stop the local model:       scripts/local-model.sh stop" >&2
+echo "==> Next: $BIN --config $DEMO/routines.yaml history | show RUN_ID | chat" >&2
+echo "    Stop the local model: scripts/local-model.sh stop" >&2

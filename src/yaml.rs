@@ -22,6 +22,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 use yaml_rust2::parser::{Event, Parser};
+use yaml_rust2::scanner::TScalarStyle;
 
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
 
@@ -31,6 +32,22 @@ pub struct Node {
     pub line: usize,
     pub col: usize,
     pub kind: NodeKind,
+    /// How a scalar was written (`Collection` for mappings and sequences).
+    pub style: Style,
+}
+
+/// How a node was written, which decides whether positions inside a string
+/// value can be mapped back to the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    SingleQuoted,
+    DoubleQuoted,
+    /// `|`: each line of the value is a line of the file.
+    Literal,
+    /// `>`: lines are folded, so positions inside are not exact.
+    Folded,
+    Collection,
 }
 
 #[derive(Debug, Clone)]
@@ -94,6 +111,31 @@ impl SourceMap {
         self.locate(path)
     }
 
+    /// File position of `line`:`col` (1-based, in characters) inside the
+    /// string value at `path`, e.g. of an error inside a template. Exact for
+    /// literal blocks (`|`) and one-line scalars; otherwise the value's start.
+    pub fn locate_in_value(&self, path: &[&str], line: usize, col: usize) -> (usize, usize) {
+        let node = self.node_at(path);
+        let NodeKind::Scalar(value) = &node.kind else { return (node.line, node.col) };
+        let (line, col) = (line.max(1), col.max(1));
+        match node.style {
+            Style::Literal => {
+                // Leading empty lines are part of the value but the node starts at the first content line.
+                let leading = value.chars().take_while(|c| *c == '\n').count();
+                if line > leading {
+                    (node.line + line - 1 - leading, node.col + col - 1)
+                } else {
+                    (node.line, node.col)
+                }
+            }
+            Style::Plain if line == 1 && !value.contains('\n') => (node.line, node.col + col - 1),
+            Style::SingleQuoted | Style::DoubleQuoted if line == 1 && !value.contains('\n') => {
+                (node.line, node.col + col)
+            }
+            _ => (node.line, node.col),
+        }
+    }
+
     fn node_at(&self, path: &[&str]) -> &Node {
         let mut node = &self.root;
         for seg in path {
@@ -139,12 +181,10 @@ where
             Ok(v) => v,
             Err(e) => {
                 let (line, col) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
-                return Err(Diagnostics(vec![Diagnostic::new(
-                    file,
-                    line,
-                    col,
-                    format!("invalid YAML: {}", strip_location(&e.to_string())),
-                )]));
+                return Err(Diagnostics(vec![
+                    Diagnostic::new(file, line, col, format!("invalid YAML: {}", strip_location(&e.to_string())))
+                        .with_hint(SYNTAX_HINT),
+                ]));
             }
         }
     };
@@ -250,7 +290,7 @@ fn deserialize<T: DeserializeOwned>(value: serde_yaml::Value) -> Result<T, TypeE
             })
             .collect();
         let message = strip_location(&e.to_string());
-        let hint = variant_hint(&message);
+        let hint = variant_hint(&message).or_else(|| type_hint(&message));
         TypeError { path, message, hint }
     })
 }
@@ -274,6 +314,28 @@ fn variant_hint(message: &str) -> Option<String> {
         None => None,
     }
 }
+
+/// For "invalid type: ..., expected X", how to write an X.
+fn type_hint(message: &str) -> Option<String> {
+    if !message.starts_with("invalid type: ") && !message.starts_with("invalid value: ") {
+        return None;
+    }
+    let expected = message.rsplit_once(", expected ")?.1;
+    let hint = match expected {
+        "a boolean" => "write true or false",
+        "u8" | "u16" | "u32" | "u64" | "usize" | "i8" | "i16" | "i32" | "i64" | "isize" => {
+            "write a whole number, e.g. 3"
+        }
+        "f32" | "f64" => "write a number, e.g. 0.7",
+        "a string" => "write a single text value; quote it if it contains `: ` or starts with a special character",
+        "a sequence" => "write a list: [a, b], or one `- item` per line",
+        e if e.starts_with("struct ") || e.starts_with("a map") => "write a mapping: one `key: value` per line",
+        _ => return None,
+    };
+    Some(hint.to_string())
+}
+
+const SYNTAX_HINT: &str = "check the indentation, quotes and brackets on this line and the ones before it";
 
 fn display_path(path: &[&str]) -> String {
     let mut out = String::new();
@@ -429,13 +491,22 @@ fn parse_nodes(file: &Path, text: &str) -> Result<Node, Diagnostic> {
     loop {
         let (event, mark) = parser.next_token().map_err(|e| {
             let m = e.marker();
-            Diagnostic::new(file, m.line(), m.col() + 1, format!("invalid YAML: {}", e.info()))
+            Diagnostic::new(file, m.line(), m.col() + 1, format!("invalid YAML: {}", e.info())).with_hint(SYNTAX_HINT)
         })?;
         let (line, col) = (mark.line(), mark.col() + 1);
         let finished: Option<(Node, usize)> = match event {
             Event::StreamEnd => break,
             Event::Nothing | Event::StreamStart | Event::DocumentStart | Event::DocumentEnd => None,
-            Event::Scalar(value, _, anchor, _) => Some((Node { line, col, kind: NodeKind::Scalar(value) }, anchor)),
+            Event::Scalar(value, style, anchor, _) => {
+                let style = match style {
+                    TScalarStyle::SingleQuoted => Style::SingleQuoted,
+                    TScalarStyle::DoubleQuoted => Style::DoubleQuoted,
+                    TScalarStyle::Literal => Style::Literal,
+                    TScalarStyle::Folded => Style::Folded,
+                    _ => Style::Plain,
+                };
+                Some((Node { line, col, kind: NodeKind::Scalar(value), style }, anchor))
+            }
             Event::Alias(id) => anchors.get(&id).cloned().map(|n| (n, 0)),
             Event::SequenceStart(anchor, _) => {
                 stack.push(Frame::Seq(line, col, anchor, Vec::new()));
@@ -447,7 +518,7 @@ fn parse_nodes(file: &Path, text: &str) -> Result<Node, Diagnostic> {
             }
             Event::SequenceEnd => match stack.pop() {
                 Some(Frame::Seq(l, c, anchor, items)) => {
-                    Some((Node { line: l, col: c, kind: NodeKind::Seq(items) }, anchor))
+                    Some((Node { line: l, col: c, kind: NodeKind::Seq(items), style: Style::Collection }, anchor))
                 }
                 _ => None,
             },
@@ -456,7 +527,7 @@ fn parse_nodes(file: &Path, text: &str) -> Result<Node, Diagnostic> {
                     // A block mapping's start event points past its first
                     // key; the first key is where a reader looks.
                     let (l, c) = entries.first().map_or((l, c), |(k, _)| (k.line, k.col));
-                    Some((Node { line: l, col: c, kind: NodeKind::Map(entries) }, anchor))
+                    Some((Node { line: l, col: c, kind: NodeKind::Map(entries), style: Style::Collection }, anchor))
                 }
                 _ => None,
             },
@@ -479,7 +550,7 @@ fn parse_nodes(file: &Path, text: &str) -> Result<Node, Diagnostic> {
             }
         }
     }
-    Ok(root.unwrap_or(Node { line: 1, col: 1, kind: NodeKind::Map(Vec::new()) }))
+    Ok(root.unwrap_or(Node { line: 1, col: 1, kind: NodeKind::Map(Vec::new()), style: Style::Collection }))
 }
 
 enum Frame {

@@ -225,7 +225,7 @@ impl Agent {
     pub fn system_prompt(&self, message: &str) -> String {
         let specs = self.tool_specs();
         let recalled = self.recall(message);
-        self.build_prompt(&specs, &recalled)
+        self.build_prompt(&specs, &recalled, message)
     }
 
     /// Runs one message to its final reply (the unattended path).
@@ -264,7 +264,18 @@ impl Agent {
 
     fn recall(&self, message: &str) -> Vec<crate::memory::MemoryEntry> {
         let Some(m) = &self.memory else { return Vec::new() };
-        match m.recall(message, self.opts.recall_limit) {
+        // A routine sends the same prompt every run, so summaries of its
+        // earlier turns would always match, and small models copy them
+        // instead of doing the task. Routines get stored facts (and their
+        // approach memory); chat gets conversation summaries too.
+        let routine_mode = self.routine.is_some();
+        let limit = if routine_mode { self.opts.recall_limit * 4 } else { self.opts.recall_limit };
+        match m.recall(message, limit) {
+            Ok(found) if routine_mode => found
+                .into_iter()
+                .filter(|e| e.category != crate::memory::CONVERSATION && !e.key.starts_with("routine:"))
+                .take(self.opts.recall_limit)
+                .collect(),
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, "Memory recall failed; going on without it.");
@@ -273,12 +284,20 @@ impl Agent {
         }
     }
 
-    fn build_prompt(&self, specs: &[ToolSpec], recalled: &[crate::memory::MemoryEntry]) -> String {
+    fn build_prompt(&self, specs: &[ToolSpec], recalled: &[crate::memory::MemoryEntry], message: &str) -> String {
         let workspace = self.policy.workspace();
         let identity = identity_files(workspace);
         let mut routine = self.routine.clone();
-        if let (Some(r), Some(m)) = (routine.as_mut(), &self.memory) {
-            r.approach = m.get(&approach_key(&r.name)).ok().flatten().map(|e| e.content);
+        if let Some(r) = routine.as_mut() {
+            if let Some(m) = &self.memory {
+                r.approach = m.get(&approach_key(&r.name)).ok().flatten().map(|e| e.content);
+            }
+            // The silent rule is stated only for tasks that mention the
+            // token: small models otherwise answer with it instead of
+            // doing the task. A reply equal to it is silent either way.
+            if r.silent_token.as_deref().is_some_and(|t| !message.contains(t)) {
+                r.silent_token = None;
+            }
         }
         prompt::system_prompt(&prompt::PromptInput {
             language: self.opts.language,

@@ -123,7 +123,7 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
         if let Some(token) = &r.silent_token {
             let _ = writeln!(
                 s,
-                "First carry out the task with your tools and write its result. (Exception for checks that found nothing worth reporting: the reply {token} delivers nothing.)"
+                "When the task finds nothing worth reporting, reply with exactly {token} and nothing else: that reply delivers nothing."
             );
         }
         if let Some(a) = &r.approach {
@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(pos.len(), 8);
         assert!(pos.windows(2).all(|w| w[0] < w[1]));
         assert!(routine.contains("You are running the routine `daily-report` unattended"));
-        assert!(routine.contains("the reply NO_REPLY delivers nothing"));
+        assert!(routine.contains("reply with exactly NO_REPLY and nothing else"));
         assert!(routine.contains("Run git log first."));
         assert!(routine.contains("stop and report exactly what failed"));
     }

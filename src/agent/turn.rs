@@ -39,7 +39,7 @@ impl Agent {
         history::clear_reasoning(&mut self.history);
         let specs = self.tool_specs();
         let recalled = self.recall(message);
-        let system = self.build_prompt(&specs, &recalled);
+        let system = self.build_prompt(&specs, &recalled, message);
         let ctx = self.tool_context();
 
         let mut turn = vec![Message::user(message)];
@@ -402,6 +402,12 @@ impl Agent {
     fn remember_turn(&self, message: &str, reply: &str) {
         let Some(memory) = &self.memory else { return };
         if !self.opts.remember_turns || reply.trim().is_empty() {
+            return;
+        }
+        // A silent reply says nothing worth recalling, and recalled, it
+        // teaches small models to answer with the token again.
+        let silent = self.routine.as_ref().and_then(|r| r.silent_token.as_deref());
+        if silent.is_some_and(|t| reply.trim() == t.trim()) {
             return;
         }
         let now = (self.clock)();

@@ -7,7 +7,7 @@ const CONFIG: &str = include_str!("../../routines.example.yaml");
 const ROUTINE: &str = r#"# A first routine: `routines run hello` fires it by hand.
 description: Say what is in the workspace
 prompt: |
-  List the files in the workspace with file_list and describe in two sentences what this folder is for.
+  Use the file_list tool to see which files are in the workspace. Then describe them in two sentences.
 agent:
   autonomy: read_only
   tools: [file_list, file_read]

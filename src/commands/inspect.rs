@@ -25,7 +25,8 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
     let mut rows = Vec::new();
     let mut items = Vec::new();
     for r in &loaded.routines {
-        let next = next_fires(r, now, 1).into_iter().next();
+        // A disabled routine does not fire.
+        let next = if r.spec.enabled { next_fires(r, now, 1).into_iter().next() } else { None };
         let last = store.last_status(&r.name)?;
         let triggers = r.trigger_kinds();
         items.push(json!({
@@ -64,6 +65,9 @@ pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> anyhow::Re
     let loaded = routines(config);
     let r = find(&loaded, name)?;
     let fires = next_fires(r, Utc::now(), n.max(1));
+    if !r.spec.enabled {
+        eprintln!("note: `{name}` is disabled; it fires at these times once `enabled: true` is set");
+    }
     if json_out {
         let items: Vec<Value> =
             fires.iter().map(|f| json!({"at": ts(&f.at), "zone": f.at.timezone().name(), "trigger": f.kind})).collect();
@@ -78,15 +82,17 @@ pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> anyhow::Re
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_json(r: &RunRow) -> Value {
+/// A run as `history --json` shows it; times in the engine's zone.
+fn run_json(r: &RunRow, tz: &chrono_tz::Tz) -> Value {
+    let local = |t: &DateTime<Utc>| ts(&t.with_timezone(tz));
     json!({
         "run_id": r.id,
         "routine": r.routine,
         "status": r.status.as_str(),
         "trigger": r.trigger,
-        "scheduled_for": r.scheduled_for.as_ref().map(ts),
-        "started_at": r.started_at.as_ref().map(ts),
-        "finished_at": r.finished_at.as_ref().map(ts),
+        "scheduled_for": r.scheduled_for.as_ref().map(local),
+        "started_at": r.started_at.as_ref().map(local),
+        "finished_at": r.finished_at.as_ref().map(local),
         "error": r.error,
     })
 }
@@ -109,7 +115,7 @@ pub fn history(
     let store = open_store(config)?;
     let runs = store.list_runs(&RunFilter { routine: name, status, limit })?;
     if json_out {
-        print_json(&Value::Array(runs.iter().map(run_json).collect()))?;
+        print_json(&Value::Array(runs.iter().map(|r| run_json(r, &config.timezone)).collect()))?;
         return Ok(ExitCode::SUCCESS);
     }
     if runs.is_empty() {
@@ -150,7 +156,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<Exit
     let events = store.run_events(run_id)?;
     let deliveries = store.deliveries(run_id)?;
     if json_out {
-        let mut v = run_json(&run);
+        let mut v = run_json(&run, &config.timezone);
         v["kind"] = json!(run.kind.as_str());
         v["output"] = json!(run.output);
         v["prompt"] = json!(detail.prompt);
@@ -164,7 +170,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<Exit
                 .iter()
                 .map(|e| {
                     json!({
-                        "seq": e.seq, "at": ts(&e.at), "kind": e.kind, "tool": e.tool, "status": e.status,
+                        "seq": e.seq, "at": ts(&e.at.with_timezone(&config.timezone)), "kind": e.kind, "tool": e.tool, "status": e.status,
                         "arguments": e.arguments, "detail": e.detail, "prompt_tokens": e.prompt_tokens,
                         "completion_tokens": e.completion_tokens, "duration_ms": e.duration_ms,
                     })

@@ -28,6 +28,13 @@ pub async fn run(
         tracing::warn!("{} problem(s) in other routine files; see `routines validate`", loaded.diagnostics.len());
     }
     let vars: BTreeMap<String, String> = vars.into_iter().collect();
+    if !dry_run && !routine.spec.enabled {
+        return Ok(refuse(&Refused(format!(
+            "routine `{}` is disabled; set `enabled: true` in {} to run it",
+            routine.name,
+            routine.file.display()
+        ))));
+    }
     let engine = engine(config, !dry_run)?;
 
     if dry_run {
@@ -51,7 +58,7 @@ pub async fn run(
     let report = match result {
         Ok(r) => r,
         Err(EngineError::Disabled(n)) => {
-            return Err(Refused(format!("routine `{n}` is disabled; set `enabled: true` to run it")).into());
+            return Ok(refuse(&Refused(format!("routine `{n}` is disabled; set `enabled: true` to run it"))));
         }
         Err(e) => return Err(e.into()),
     };
@@ -85,6 +92,7 @@ pub async fn run(
             }
             ExitCode::SUCCESS
         }
+        RunStatus::Skipped => refuse(&Refused(report.error.clone().unwrap_or_else(|| "the run was skipped".into()))),
         status => {
             eprintln!(
                 "error: run {} {}: {}",
@@ -97,6 +105,12 @@ pub async fn run(
         }
     };
     Ok(code)
+}
+
+/// A refused run (disabled routine, overlap): `error:` on stderr, exit code 3 (SPEC §2).
+fn refuse(why: &Refused) -> ExitCode {
+    eprintln!("error: {why}");
+    ExitCode::from(3)
 }
 
 /// Status lines on stderr while the agent works.

@@ -25,7 +25,7 @@ use crate::llm::{Message, Provider};
 use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
 use crate::routine::template::Templates;
-use crate::routine::{Routine, Session};
+use crate::routine::{Overlap, Routine, Session};
 use crate::store::{DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError};
 use crate::tools::{Registry, ShellSettings};
 
@@ -145,6 +145,28 @@ impl Engine {
         if !routine.spec.enabled {
             return Err(EngineError::Disabled(routine.name.clone()));
         }
+        // Overlap with a run of this routine that is still active, in this
+        // or another process (SPEC §5).
+        let active = self.store.active_runs(&routine.name)?;
+        if let Some((other, _)) = active.first() {
+            match routine.spec.overlap {
+                Overlap::Skip => {
+                    let why = format!(
+                        "run {other} of `{}` is still running (overlap: skip); this run was skipped",
+                        routine.name
+                    );
+                    return self.skip(routine, &trigger, why);
+                }
+                Overlap::Queue if active.iter().any(|(_, s)| *s == RunStatus::Queued) => {
+                    let why = format!(
+                        "a run of `{}` is already waiting (overlap: queue keeps at most one); this run was skipped",
+                        routine.name
+                    );
+                    return self.skip(routine, &trigger, why);
+                }
+                Overlap::Queue | Overlap::Replace | Overlap::Allow => {}
+            }
+        }
         let run_id = self.store.create_run(&NewRun {
             kind: RunKind::Routine,
             routine: Some(routine.name.clone()),
@@ -159,6 +181,9 @@ impl Engine {
             pid: Some(std::process::id()),
         };
         self.store.set_run_detail(run_id, &detail)?;
+        if routine.spec.overlap == Overlap::Queue && !active.is_empty() {
+            self.wait_for_earlier_runs(routine, run_id).await?;
+        }
         self.store.start_run(run_id)?;
         let ctx = self.context(routine, &trigger, run_id, 1, &opts.vars);
 
@@ -189,7 +214,13 @@ impl Engine {
         detail.prompt = Some(self.redactor.redact(&prompt).into_owned());
         self.store.set_run_detail(run_id, &detail)?;
 
-        let mut agent = self.agent_for(routine)?;
+        let mut agent = match self.agent_for(routine) {
+            Ok(a) => a,
+            Err(e) => {
+                outcome.error = Some(format!("cannot set up the agent: {e}"));
+                return self.finish(routine, &ctx, opts, report, outcome).await;
+            }
+        };
         let recorder = Arc::new(StoreRecorder { store: self.store.clone(), run_id });
         agent.set_event_sink(Some(recorder));
         agent.set_progress(progress);
@@ -226,7 +257,9 @@ impl Engine {
                 outcome.output = Some(reply);
                 if routine.spec.agent.session == Session::Persistent {
                     if let Ok(json) = serde_json::to_string(agent.history()) {
-                        self.store.save_session(&routine.name, &json)?;
+                        if let Err(e) = self.store.save_session(&routine.name, &json) {
+                            tracing::warn!(routine = %routine.name, error = %e, "Could not save the session history.");
+                        }
                     }
                 }
                 if !silent {
@@ -235,6 +268,48 @@ impl Engine {
             }
         }
         self.finish(routine, &ctx, opts, report, outcome).await
+    }
+
+    /// Records a run that did not start because of `overlap`.
+    fn skip(&self, routine: &Routine, trigger: &TriggerInfo, why: String) -> Result<RunReport, EngineError> {
+        let run_id = self.store.create_run(&NewRun {
+            kind: RunKind::Routine,
+            routine: Some(routine.name.clone()),
+            trigger: trigger.kind.clone(),
+            scheduled_for: trigger.scheduled_for,
+            status: RunStatus::Queued,
+        })?;
+        let outcome = RunOutcome {
+            status: RunStatus::Skipped,
+            output: None,
+            error: Some(why.clone()),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            iterations: 0,
+        };
+        self.store.finish_run(run_id, &outcome)?;
+        tracing::info!(routine = %routine.name, run_id, "{why}");
+        Ok(RunReport {
+            run_id,
+            routine: routine.name.clone(),
+            status: RunStatus::Skipped,
+            output: None,
+            error: Some(why),
+            deliveries: Vec::new(),
+        })
+    }
+
+    /// `overlap: queue`: waits until every earlier run of the routine has
+    /// ended. Runs whose process died meanwhile are marked interrupted.
+    async fn wait_for_earlier_runs(&self, routine: &Routine, run_id: i64) -> Result<(), EngineError> {
+        loop {
+            self.store.interrupt_orphans(&process_alive)?;
+            let earlier = self.store.active_runs(&routine.name)?.into_iter().any(|(id, _)| id < run_id);
+            if !earlier {
+                return Ok(());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
     }
 
     /// `process_message`, retried on provider failures with backoff, within the deadline.
@@ -288,14 +363,15 @@ impl Engine {
             let mut dctx = ctx.clone();
             dctx["output"] = json!(outcome.output.clone().or_else(|| outcome.error.clone()).unwrap_or_default());
             dctx["status"] = json!(outcome.status.as_str());
-            if let Some(e) = &outcome.error {
-                dctx["error"] = json!(e);
-            }
+            dctx["error"] = json!(outcome.error.clone().unwrap_or_default());
+            let list = if failed { "on_failure.deliver" } else { "deliver" };
             for (i, target) in targets.iter().enumerate() {
+                let label = format!("{list}[{i}]");
                 report.deliveries.push(self.deliver(
                     report.run_id,
                     u32::try_from(i).unwrap_or(u32::MAX),
                     failed,
+                    &label,
                     target,
                     &dctx,
                 ));
@@ -308,11 +384,19 @@ impl Engine {
         Ok(report)
     }
 
-    fn deliver(&self, run_id: i64, seq: u32, on_failure: bool, target: &DeliveryTarget, ctx: &Value) -> DeliveryReport {
-        let payload = match self.render_delivery(target, ctx) {
+    fn deliver(
+        &self,
+        run_id: i64,
+        seq: u32,
+        on_failure: bool,
+        label: &str,
+        target: &DeliveryTarget,
+        ctx: &Value,
+    ) -> DeliveryReport {
+        let payload = match self.render_delivery(label, target, ctx) {
             Ok(p) => p,
-            Err(e) => {
-                let shown = describe_target(target);
+            Err((shown, e)) => {
+                tracing::warn!(run_id, target = %shown, error = %e, "Delivery failed.");
                 let _ = self
                     .store
                     .add_delivery(&NewDelivery {
@@ -357,13 +441,19 @@ impl Engine {
         DeliveryReport { target: target_text, status, error }
     }
 
-    fn render_delivery(&self, target: &DeliveryTarget, ctx: &Value) -> Result<Payload, String> {
+    /// The payload of one delivery, or what to show as its target and why it failed.
+    fn render_delivery(&self, label: &str, target: &DeliveryTarget, ctx: &Value) -> Result<Payload, (String, String)> {
         match target {
             DeliveryTarget::File(f) => {
-                let shown = self.templates.render_str("file path", &f.path, ctx).map_err(|e| e.to_string())?;
-                let path: PathBuf = file::resolve(&self.config.workspace, &self.config.forbidden_paths, shown.trim())?;
+                let shown = self
+                    .templates
+                    .render_str(&format!("{label}.file.path"), &f.path, ctx)
+                    .map_err(|e| (f.path.clone(), e.to_string()))?;
+                let shown = shown.trim().to_string();
+                let path: PathBuf = file::resolve(&self.config.workspace, &self.config.forbidden_paths, &shown)
+                    .map_err(|e| (shown.clone(), e))?;
                 let content = match &f.template {
-                    Some(t) => self.templates.render_file(t, ctx).map_err(|e| e.to_string())?,
+                    Some(t) => self.templates.render_file(t, ctx).map_err(|e| (shown.clone(), e.to_string()))?,
                     None => {
                         let mut out = ctx["output"].as_str().unwrap_or("").to_string();
                         if !out.ends_with('\n') {
@@ -372,11 +462,14 @@ impl Engine {
                         out
                     }
                 };
-                Ok(Payload::File(FilePayload { path, shown: shown.trim().to_string(), mode: f.mode.into(), content }))
+                Ok(Payload::File(FilePayload { path, shown, mode: f.mode.into(), content }))
             }
-            DeliveryTarget::Mail(m) => Err(format!(
-                "mail delivery to {} is not available yet in this version; the output is kept in the run history",
-                m.to.join(", ")
+            DeliveryTarget::Mail(m) => Err((
+                describe_target(target),
+                format!(
+                    "mail delivery to {} is not available yet in this version; the output is kept in the run history",
+                    m.to.join(", ")
+                ),
             )),
         }
     }
@@ -400,6 +493,14 @@ impl Engine {
             tracing::warn!(routine = %routine.name, error = %e, "Could not store the approach memory.");
         }
     }
+}
+
+/// Whether a process with this id exists (signal 0 checks without sending).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // SAFETY: signal 0 only checks whether the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 fn kind_of(t: &DeliveryTarget) -> &'static str {

@@ -60,9 +60,8 @@ impl OpenAiProvider {
             // loading the system's saves time and memory on every start.
             builder = builder.tls_certs_only(Vec::new());
         }
-        let http = builder
-            .build()
-            .map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
+        let http =
+            builder.build().map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
         Ok(OpenAiProvider { http, options, url })
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 
-use super::template::Templates;
+use super::template::{TemplateError, Templates};
 use super::{Routine, RoutineFile, TimeTrigger, TriggerSpec};
 use crate::config::{Config, DeliveryTarget};
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
@@ -32,8 +32,9 @@ impl LoadedRoutines {
 
 /// Variables every template may read.
 pub const CONTEXT_ROOTS: [&str; 5] = ["routine", "trigger", "now", "vars", "run"];
-/// Variables delivery templates may read in addition.
-pub const DELIVERY_ROOTS: [&str; 2] = ["output", "status"];
+/// Variables delivery templates may read in addition (`error` is empty
+/// unless the run failed).
+pub const DELIVERY_ROOTS: [&str; 3] = ["output", "status", "error"];
 
 /// Loads every routine of `config`: files in `routines_dir` (`*.yaml`,
 /// `*.yml`, sorted) and `inline` (from the config file, with its source).
@@ -122,6 +123,59 @@ impl Locator {
         let (line, col) = self.locate(rel);
         Diagnostic::new(&self.source.file, line, col, message)
     }
+
+    /// A diagnostic at the key that ends `rel` (e.g. `webhook:`), not its value.
+    fn error_key(&self, rel: &[&str], message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.source.locate_key(&self.path(rel));
+        Diagnostic::new(&self.source.file, line, col, message)
+    }
+
+    /// A diagnostic at `line`:`col` inside the string value at `rel` (a template).
+    fn error_in(&self, rel: &[&str], line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.source.locate_in_value(&self.path(rel), line, col);
+        Diagnostic::new(&self.source.file, line, col, message)
+    }
+}
+
+/// `deliver[0].file.path` for `["deliver", "0", "file", "path"]`.
+pub(crate) fn field_label(rel: &[&str]) -> String {
+    let mut out = String::new();
+    for seg in rel {
+        if seg.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(seg);
+        }
+    }
+    out
+}
+
+const SYNTAX_HINT: &str = "close every `{{` with `}}` and `{%` with `%}`, and end each `{% if %}`/`{% for %}` with `{% endif %}`/`{% endfor %}`";
+
+/// Line and column (1-based) of the first use of the variable `root` in a
+/// template source: the identifier standing alone, not part of another name.
+fn first_use(source: &str, root: &str) -> Option<(usize, usize)> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = source[from..].find(root).map(|i| i + from) {
+        let before = source[..i].chars().next_back();
+        let after = source[i + root.len()..].chars().next();
+        if !before.is_some_and(|c| is_ident(c) || c == '.') && !after.is_some_and(is_ident) {
+            let line = source[..i].matches('\n').count() + 1;
+            let line_start = source[..i].rfind('\n').map_or(0, |n| n + 1);
+            return Some((line, source[line_start..i].chars().count() + 1));
+        }
+        from = i + root.len();
+    }
+    None
+}
+
+/// Column (1-based) of the first non-blank character of `line` (1-based) in `source`.
+fn line_start_col(source: &str, line: usize) -> usize {
+    source.lines().nth(line.saturating_sub(1)).map_or(1, |l| l.chars().take_while(|c| c.is_whitespace()).count() + 1)
 }
 
 fn valid_name(name: &str) -> bool {
@@ -138,13 +192,17 @@ fn check(
     tool_names: &[&str],
     diags: &mut Diagnostics,
 ) -> Option<Routine> {
+    let shown_dir = shown(templates.dir(), config).display().to_string();
     let name = match &spec.name {
         Some(n) => n.clone(),
         None if at.prefix.is_empty() => {
             at.source.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         }
         None => {
-            diags.push(at.error(&[], "an inline routine needs a `name`"));
+            diags.push(
+                at.error(&[], "an inline routine needs a `name`")
+                    .with_hint("add e.g. `name: daily-report` (lowercase letters, digits, `-` and `_`)"),
+            );
             return None;
         }
     };
@@ -164,12 +222,8 @@ fn check(
         (Some(_), Some(_)) => diags.push(
             at.error(&["prompt_template"], "both `prompt` and `prompt_template` are set").with_hint("keep one of them"),
         ),
-        (Some(p), None) => check_template(templates, at, &["prompt"], "prompt", p, &CONTEXT_ROOTS, diags),
-        (None, Some(file)) => {
-            if let Err(e) = templates.check_file(file) {
-                diags.push(at.error(&["prompt_template"], e.to_string()));
-            }
-        }
+        (Some(p), None) => check_template(templates, at, &["prompt"], p, &CONTEXT_ROOTS, diags),
+        (None, Some(file)) => check_template_file(templates, &shown_dir, at, &["prompt_template"], file, diags),
     }
 
     // Triggers.
@@ -204,7 +258,10 @@ fn check(
         }
     }
     if a.max_iterations == Some(0) {
-        diags.push(at.error(&["agent", "max_iterations"], "max_iterations must be at least 1"));
+        diags.push(
+            at.error(&["agent", "max_iterations"], "max_iterations must be at least 1")
+                .with_hint("it counts model calls per run; the engine default is 10"),
+        );
     }
     for (i, c) in a.allow_commands.iter().enumerate() {
         if c.trim().is_empty() || c.contains(char::is_whitespace) {
@@ -216,13 +273,19 @@ fn check(
         }
     }
     if spec.retry.attempts == 0 {
-        diags.push(at.error(&["retry", "attempts"], "attempts must be at least 1").with_hint("1 means no retry"));
+        diags.push(
+            at.error(&["retry", "attempts"], "`retry.attempts` must be at least 1")
+                .with_hint("it counts the first attempt too: 1 means no retry"),
+        );
     }
     if spec.timeout.get().is_zero() {
-        diags.push(at.error(&["timeout"], "timeout must be longer than 0s"));
+        diags.push(at.error(&["timeout"], "timeout must be longer than 0s").with_hint("e.g. timeout: 10m"));
     }
     if spec.silent_token.trim().is_empty() {
-        diags.push(at.error(&["silent_token"], "silent_token is empty"));
+        diags.push(
+            at.error(&["silent_token"], "silent_token is empty")
+                .with_hint("leave it out for the default NO_REPLY, or set a word the model can reply with"),
+        );
     }
 
     // Deliveries.
@@ -231,7 +294,7 @@ fn check(
             let idx = i.to_string();
             let base: Vec<&str> =
                 if list_key == "deliver" { vec!["deliver", &idx] } else { vec!["on_failure", "deliver", &idx] };
-            check_delivery(target, &base, at, templates, diags);
+            check_delivery(target, &base, at, templates, &shown_dir, diags);
         }
     }
 
@@ -247,29 +310,131 @@ fn check_template(
     templates: &Templates,
     at: &Locator,
     rel: &[&str],
-    label: &str,
     source: &str,
     roots: &[&str],
     diags: &mut Diagnostics,
 ) {
-    if let Err(e) = templates.check(label, source) {
-        diags.push(at.error(rel, e.to_string()));
-        return;
+    let label = field_label(rel);
+    match templates.check(&label, source) {
+        Ok(()) => {}
+        Err(TemplateError::Syntax { line, message, .. }) => {
+            diags.push(
+                at.error_in(
+                    rel,
+                    line,
+                    line_start_col(source, line),
+                    format!("syntax error in template `{label}`: {message}"),
+                )
+                .with_hint(SYNTAX_HINT),
+            );
+            return;
+        }
+        Err(e) => {
+            diags.push(at.error(rel, e.to_string()));
+            return;
+        }
     }
-    if let Ok(vars) = templates.variables(label, source) {
-        for v in vars {
-            let root = v.split('.').next().unwrap_or(&v);
-            if !roots.contains(&root) {
-                let hint = match did_you_mean(root, roots.iter().copied()) {
-                    Some(best) => format!("did you mean `{best}`?"),
-                    None => format!("templates can use: {}", roots.join(", ")),
-                };
-                diags.push(
-                    at.error(rel, format!("template `{label}` uses `{v}`, which is not defined")).with_hint(hint),
+    if let Ok(vars) = templates.variables(&label, source) {
+        let mut reported: Vec<&str> = Vec::new();
+        for v in &vars {
+            let root = v.split('.').next().unwrap_or(v);
+            if let Some(d) = unknown_field(at, rel, &label, source, v) {
+                diags.push(d);
+                continue;
+            }
+            if roots.contains(&root) || reported.contains(&root) {
+                continue;
+            }
+            reported.push(root);
+            let hint = match did_you_mean(root, roots.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("templates can use: {}", roots.join(", ")),
+            };
+            let message = format!("template `{label}` uses `{v}`, which is not defined");
+            let d = match first_use(source, root) {
+                Some((line, col)) => at.error_in(rel, line, col, message),
+                None => at.error(rel, message),
+            };
+            diags.push(d.with_hint(hint));
+        }
+    }
+}
+
+/// Fields of the context objects whose shape is fixed (SPEC §4).
+const FIXED_FIELDS: [(&str, &[&str]); 2] = [("routine", &["name", "description"]), ("run", &["id", "attempt"])];
+
+/// `routine.nmae` and the like: a field that the fixed objects never have.
+fn unknown_field(at: &Locator, rel: &[&str], label: &str, source: &str, var: &str) -> Option<Diagnostic> {
+    let mut segs = var.split('.');
+    let (root, field) = (segs.next()?, segs.next()?);
+    let (_, fields) = FIXED_FIELDS.iter().find(|(r, _)| *r == root)?;
+    if fields.contains(&field) {
+        return None;
+    }
+    let hint = match did_you_mean(field, fields.iter().copied()) {
+        Some(best) => format!("did you mean `{root}.{best}`?"),
+        None => format!("`{root}` has: {}", fields.join(", ")),
+    };
+    let message = format!("template `{label}` uses `{root}.{field}`, which is not defined");
+    let d = match first_use(source, &format!("{root}.{field}")) {
+        Some((line, col)) => at.error_in(rel, line, col, message),
+        None => at.error(rel, message),
+    };
+    Some(d.with_hint(hint))
+}
+
+/// A template file named at `rel` (`prompt_template`, a delivery `template`).
+fn check_template_file(
+    templates: &Templates,
+    shown_dir: &str,
+    at: &Locator,
+    rel: &[&str],
+    file: &str,
+    diags: &mut Diagnostics,
+) {
+    let field = field_label(rel);
+    let d = match templates.check_file(file) {
+        Ok(()) => return,
+        Err(TemplateError::NotFound { name, .. }) if name == file => {
+            let existing = template_names(templates.dir());
+            let hint = match did_you_mean(file, existing.iter().map(String::as_str)) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("create {shown_dir}/{file}, or fix the name (it is relative to templates_dir)"),
+            };
+            at.error(rel, format!("`{field}`: template file `{file}` does not exist in {shown_dir}/")).with_hint(hint)
+        }
+        Err(TemplateError::NotFound { name, .. }) => at
+            .error(rel, format!("`{field}`: template `{file}` includes `{name}`, which does not exist in {shown_dir}/"))
+            .with_hint(format!("create {shown_dir}/{name}, or fix the include")),
+        Err(e @ TemplateError::Syntax { .. }) => {
+            at.error(rel, format!("`{field}`: syntax error: {e}")).with_hint(SYNTAX_HINT)
+        }
+        Err(e) => at.error(rel, format!("`{field}`: {e}")).with_hint("template names are relative to templates_dir"),
+    };
+    diags.push(d);
+}
+
+/// Files in the templates folder (and one level of subfolders), as template names.
+fn template_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return names };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_file() {
+            names.push(name);
+        } else if path.is_dir() {
+            if let Ok(sub) = std::fs::read_dir(&path) {
+                names.extend(
+                    sub.filter_map(Result::ok)
+                        .filter(|s| s.path().is_file())
+                        .map(|s| format!("{name}/{}", s.file_name().to_string_lossy())),
                 );
             }
         }
     }
+    names.sort();
+    names
 }
 
 fn check_trigger(
@@ -308,7 +473,10 @@ fn check_trigger(
         }
     }
     if t.timezone.is_some() && t.cron.is_none() {
-        diags.push(at.error(&sub("timezone"), "`timezone` applies only to a cron trigger"));
+        diags.push(
+            at.error_key(&sub("timezone"), format!("`timezone` applies only to a cron trigger, not to `{}`", kinds[0]))
+                .with_hint("remove it: `every` counts real time and `at` carries its own offset"),
+        );
     }
     if let Some(expr) = &t.cron {
         let zone = match t.timezone.as_deref() {
@@ -336,17 +504,18 @@ fn check_trigger(
         match super::schedule::parse_cron(expr) {
             Ok(cron) => return zone.map(|zone| TimeTrigger::Cron { expr: expr.clone(), cron: Box::new(cron), zone }),
             Err(e) => {
-                diags.push(
-                    at.error(&sub("cron"), format!("invalid cron expression `{expr}`: {e}"))
-                        .with_hint("5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly"),
-                );
+                let (why, hint) = super::schedule::explain_cron_error(expr, &e);
+                diags.push(at.error(&sub("cron"), format!("invalid cron expression `{expr}`: {why}")).with_hint(hint));
                 return None;
             }
         }
     }
     if let Some(every) = t.every {
         if every.get() < std::time::Duration::from_secs(1) {
-            diags.push(at.error(&sub("every"), "`every` must be at least 1s"));
+            diags.push(
+                at.error(&sub("every"), format!("`every: {every}` is too short; it must be at least 1s"))
+                    .with_hint("e.g. every: 30s, every: 10m or every: 1h"),
+            );
             return None;
         }
         return Some(TimeTrigger::Every(every.get()));
@@ -354,11 +523,18 @@ fn check_trigger(
     if let Some(when) = &t.at {
         return match chrono::DateTime::parse_from_rfc3339(when) {
             Ok(dt) => Some(TimeTrigger::At(dt)),
-            Err(e) => {
-                diags.push(
-                    at.error(&sub("at"), format!("`{when}` is not a time with an offset: {e}"))
-                        .with_hint("write it as RFC 3339, e.g. 2026-12-01T09:00:00+01:00"),
-                );
+            Err(_) => {
+                let local = ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"]
+                    .iter()
+                    .any(|f| chrono::NaiveDateTime::parse_from_str(when.trim(), f).is_ok());
+                let message = if local {
+                    format!("`at: {when}` has no UTC offset, so the instant is ambiguous")
+                } else {
+                    format!("`at: {when}` is not a date and time")
+                };
+                diags.push(at.error(&sub("at"), message).with_hint(
+                    "write it as RFC 3339 with an offset, e.g. 2026-12-01T09:00:00+01:00 or 2026-12-01T08:00:00Z",
+                ));
                 None
             }
         };
@@ -381,7 +557,10 @@ fn check_trigger(
             }
         }
         if f.events.is_empty() {
-            diags.push(at.error(&sub("file"), "a file trigger needs at least one event (create, modify, remove)"));
+            diags.push(
+                at.error(&sub("file"), "a file trigger needs at least one event")
+                    .with_hint("e.g. events: [create, modify]; events are create, modify and remove"),
+            );
         }
     }
     if let Some(w) = &t.webhook {
@@ -393,7 +572,7 @@ fn check_trigger(
             );
         }
         if w.secret_env.is_none() && w.token_env.is_none() && w.auth.is_none() {
-            diags.push(at.error(&sub("webhook"), "a webhook without authentication is refused").with_hint(
+            diags.push(at.error_key(&sub("webhook"), "a webhook without authentication is refused").with_hint(
                 "set secret_env (HMAC signature) or token_env (bearer token), or `auth: none` to accept anyone",
             ));
         }
@@ -406,48 +585,51 @@ fn check_delivery(
     base: &[&str],
     at: &Locator,
     templates: &Templates,
+    shown_dir: &str,
     diags: &mut Diagnostics,
 ) {
     let roots: Vec<&str> = CONTEXT_ROOTS.iter().chain(DELIVERY_ROOTS.iter()).copied().collect();
     let path = |tail: &[&str]| -> Vec<String> { base.iter().chain(tail.iter()).map(|s| (*s).to_string()).collect() };
-    let error = |p: &[String], message: String| {
-        let p: Vec<&str> = p.iter().map(String::as_str).collect();
-        at.error(&p, message)
-    };
-    let template = |tail: &[&str], label: &str, source: &str, diags: &mut Diagnostics| {
+    let with = |tail: &[&str], f: &mut dyn FnMut(&[&str])| {
         let p = path(tail);
         let p: Vec<&str> = p.iter().map(String::as_str).collect();
-        check_template(templates, at, &p, label, source, &roots, diags);
+        f(&p);
     };
     match target {
         DeliveryTarget::File(f) => {
-            template(&["file", "path"], "file path", &f.path, diags);
+            with(&["file", "path"], &mut |p| check_template(templates, at, p, &f.path, &roots, diags));
             if let Some(t) = &f.template {
-                if let Err(e) = templates.check_file(t) {
-                    diags.push(error(&path(&["file", "template"]), e.to_string()));
-                }
+                with(&["file", "template"], &mut |p| check_template_file(templates, shown_dir, at, p, t, diags));
             }
         }
         DeliveryTarget::Mail(m) => {
             if m.to.is_empty() {
-                diags.push(error(&path(&["mail"]), "a mail delivery needs at least one address in `to`".into()));
+                with(&["mail"], &mut |p| {
+                    diags.push(
+                        at.error(p, "a mail delivery needs at least one address in `to`")
+                            .with_hint("e.g. mail: { to: [ops@example.com] }"),
+                    );
+                });
             }
             for (field, list) in [("to", &m.to), ("cc", &m.cc), ("bcc", &m.bcc)] {
                 for (i, addr) in list.iter().enumerate() {
                     if mail_address(addr).is_none() {
                         let idx = i.to_string();
-                        diags.push(error(&path(&["mail", field, &idx]), format!("`{addr}` is not an e-mail address")));
+                        with(&["mail", field, &idx], &mut |p| {
+                            diags.push(
+                                at.error(p, format!("`{addr}` in `{}` is not an e-mail address", field_label(p)))
+                                    .with_hint("write it as name@example.com or \"Name <name@example.com>\""),
+                            );
+                        });
                     }
                 }
             }
-            if let Some(s) = &m.subject {
-                template(&["mail", "subject"], "mail subject", s, diags);
+            if let Some(subject) = &m.subject {
+                with(&["mail", "subject"], &mut |p| check_template(templates, at, p, subject, &roots, diags));
             }
             for (field, t) in [("template", &m.template), ("html_template", &m.html_template)] {
                 if let Some(t) = t {
-                    if let Err(e) = templates.check_file(t) {
-                        diags.push(error(&path(&["mail", field]), e.to_string()));
-                    }
+                    with(&["mail", field], &mut |p| check_template_file(templates, shown_dir, at, p, t, diags));
                 }
             }
         }

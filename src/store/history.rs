@@ -137,6 +137,19 @@ impl Store {
         })
     }
 
+    /// Runs of `routine` still queued or running (in any process), oldest first.
+    pub fn active_runs(&self, routine: &str) -> Result<Vec<(i64, RunStatus)>, StoreError> {
+        let rows: Vec<(i64, String)> = self.with_conn(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, status FROM runs WHERE routine = ?1 AND status IN ('queued', 'running') AND kind != 'chat'
+                 ORDER BY id",
+            )?;
+            let rows = stmt.query_map([routine], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect()
+        })?;
+        Ok(rows.into_iter().filter_map(|(id, s)| s.parse::<RunStatus>().ok().map(|s| (id, s))).collect())
+    }
+
     /// Status of the newest run of a routine.
     pub fn last_status(&self, routine: &str) -> Result<Option<RunStatus>, StoreError> {
         Ok(self.list_runs(&RunFilter { routine: Some(routine), status: None, limit: 1 })?.first().map(|r| r.status))

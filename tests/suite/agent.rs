@@ -382,7 +382,7 @@ async fn routine_mode_adds_its_section_and_refuses_what_was_not_granted() {
     let reqs = h.mock.requests();
     let system = crate::common::content(&reqs[0], 0);
     assert!(system.contains("You are running the routine `nightly` unattended"));
-    assert!(system.contains("the reply NO_REPLY delivers nothing"));
+    assert!(!system.contains("NO_REPLY"), "the task does not mention the token, so no silent rule");
     assert!(system.contains("Check the inbox folder first."));
     let refusal = last_message(&reqs[1])["content"].as_str().unwrap().to_string();
     assert!(
@@ -434,4 +434,24 @@ async fn model_and_tool_calls_are_recorded_with_tokens_and_durations() {
     assert_eq!(events[1].arguments.as_deref(), Some(r#"{"path":"a.txt"}"#));
     assert_eq!(agent.last_turn().prompt_tokens, 230);
     assert_eq!(agent.last_turn().completion_tokens, 25);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_silent_rule_is_stated_when_the_task_mentions_the_token() {
+    let h = Harness::new().await;
+    let mut sections = CHAT_SECTIONS.to_vec();
+    sections.push("## Routine execution");
+    h.mock.expect_sections(&sections);
+    h.mock.push(text("NO_REPLY"));
+    let mut agent = h.agent(Autonomy::ReadOnly, |_, _| {});
+    agent.set_routine_name("disk-check");
+    agent.set_silent_token(Some("NO_REPLY".into()));
+    let reply = agent.process_message("Check the disks. If all is fine, reply NO_REPLY.").await.unwrap();
+    assert_eq!(reply, "NO_REPLY");
+    let system = crate::common::content(&h.mock.requests()[0], 0);
+    assert!(
+        system.contains("When the task finds nothing worth reporting, reply with exactly NO_REPLY and nothing else"),
+        "{system}"
+    );
+    h.mock.assert_clean();
 }
