@@ -79,6 +79,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Retry every delivery that failed or is still waiting, without running the agent again.
+    Deliver {
+        /// Retry failed and waiting deliveries (the only mode for now).
+        #[arg(long, required = true)]
+        retry: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Interactive session with the agent: streamed replies, tool status
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
     /// /exit or Ctrl-D leaves.

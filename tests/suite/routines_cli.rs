@@ -890,3 +890,36 @@ async fn a_persistent_session_carries_the_history_to_the_next_run() {
     assert_eq!(turns(&reqs[3]), [json!(["user", "Entry 4."])]);
     mock.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_delivery_is_retried_alone_without_the_agent() {
+    let mock = mock().await;
+    let p = Project::new(&mock.base_url(), "");
+    p.write("routines/note.yaml", "prompt: Go.\ndeliver:\n  - file: { path: out/note.md, mode: create }\n");
+    p.write("out/note.md", "in the way\n");
+    mock.push(text("the report"));
+    let o = p.run_async(&["run", "note"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(
+        o.stderr.contains("delivery to out/note.md failed: out/note.md already exists and mode is create"),
+        "{o:?}"
+    );
+
+    // Still in the way: the retry fails again and says so.
+    let o = p.run_async(&["deliver", "--retry", "--json"]).await;
+    assert_eq!(o.code, 1, "{o:?}");
+    assert_eq!(o.json()[0]["status"], "failed");
+
+    std::fs::remove_file(p.path().join("out/note.md")).unwrap();
+    let o = p.run_async(&["deliver", "--retry"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.stderr, "delivered  run 1  file out/note.md\n");
+    assert_eq!(p.read("out/note.md"), "the report\n");
+    assert_eq!(mock.request_count(), 1, "the agent did not run again");
+    let show = p.show(1).await;
+    assert_eq!(show["deliveries"][0]["status"], "delivered");
+    assert_eq!(show["deliveries"][0]["attempts"], 3);
+
+    let o = p.run_async(&["deliver", "--retry"]).await;
+    assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
+}
