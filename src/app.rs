@@ -6,15 +6,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use routines::agent::{Agent, AgentOptions};
-use routines::config::{self, Config, Env, ProcessEnv};
-use routines::engine::Engine;
+use routines::config::{self, Config, ProcessEnv};
+use routines::engine::{Engine, shell_settings};
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::memory::Memory;
 use routines::policy::{Policy, Redactor};
-use routines::routine::template::Templates;
 use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
-use routines::tools::{Registry, ShellSettings, safe_env};
+use routines::tools::Registry;
 
 use crate::cli::{Cli, Command};
 use crate::commands;
@@ -55,6 +54,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Deliver { retry: _, json } => commands::deliver::retry(&config, json),
         Command::Chat => crate::chat::run(config).await,
+        Command::Daemon => commands::daemon::run(config).await,
     }
 }
 
@@ -72,30 +72,7 @@ pub fn routines(config: &Config) -> LoadedRoutines {
 
 /// Opens the database and marks runs whose process died as interrupted.
 pub fn open_store(config: &Config) -> anyhow::Result<Store> {
-    let store = Store::open(&config.database_path())?;
-    let interrupted = store.interrupt_orphans(&process_alive)?;
-    for id in interrupted {
-        tracing::warn!(
-            run_id = id,
-            "Run {id} was interrupted: the process running it stopped; recorded as interrupted."
-        );
-    }
-    Ok(store)
-}
-
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
-    // SAFETY: signal 0 only checks whether the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// The shell settings of the config.
-fn shell_settings(c: &Config) -> ShellSettings {
-    let env = ProcessEnv;
-    let passed: Vec<(String, String)> =
-        c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
-    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) }
+    Ok(routines::engine::open_store(config)?)
 }
 
 /// The provider of the config; `require_model` is false for dry runs.
@@ -127,12 +104,7 @@ fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiP
 /// The engine of routine runs.
 pub fn engine(config: Config, require_model: bool) -> anyhow::Result<Engine> {
     let (provider, model) = provider(&config, require_model)?;
-    let store = open_store(&config)?;
-    let memory = Memory::new(store.clone());
-    let redactor = Redactor::new(config.secret_values(&ProcessEnv));
-    let templates = Templates::new(&config.templates_dir);
-    let shell = shell_settings(&config);
-    Ok(Engine { config, store, memory, provider, templates, redactor, shell, model })
+    Ok(Engine::open(config, provider, model)?)
 }
 
 /// The parts an interactive agent needs.
@@ -167,7 +139,7 @@ impl Parts {
         opts.tool_mode = c.provider.tool_calls;
         opts.language = c.language;
         opts.timezone = c.timezone;
-        opts.shell = shell_settings(c);
+        opts.shell = shell_settings(c, &ProcessEnv);
         let mut agent = Agent::new(self.provider.clone(), Registry::builtin(), self.policy.clone(), opts);
         agent.set_memory(Some(self.memory.clone()));
         agent.set_redactor(Redactor::new(c.secret_values(&ProcessEnv)));

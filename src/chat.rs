@@ -101,6 +101,7 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
             prompt_tokens: totals.prompt_tokens,
             completion_tokens: totals.completion_tokens,
             iterations: totals.iterations,
+            reason: None,
         },
     )?;
     Ok(ExitCode::SUCCESS)

@@ -32,7 +32,7 @@ pub enum Command {
     },
     /// Check the config and every routine; print every problem as FILE:LINE:COL.
     Validate,
-    /// One row per routine: name, enabled, triggers, next fire, last status.
+    /// One row per routine: name, enabled, triggers, next fire, last status, skipped and missed fires.
     List {
         #[arg(long)]
         json: bool,
@@ -61,6 +61,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run every trigger of every routine until SIGINT/SIGTERM: schedules,
+    /// file events and webhooks (with /healthz and /metrics); routine files
+    /// are reloaded when they change.
+    Daemon,
     /// Recent runs, newest first.
     History {
         /// Only this routine.

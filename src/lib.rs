@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod daemon;
 pub mod delivery;
 pub mod diag;
 pub mod engine;

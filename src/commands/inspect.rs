@@ -22,6 +22,7 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
     let loaded = routines(config);
     let store = open_store(config)?;
     let now = Utc::now();
+    let counts = store.skip_counts()?;
     let mut rows = Vec::new();
     let mut items = Vec::new();
     for r in &loaded.routines {
@@ -29,6 +30,7 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
         let next = if r.spec.enabled { next_fires(r, now, 1).into_iter().next() } else { None };
         let last = store.last_status(&r.name)?;
         let triggers = r.trigger_kinds();
+        let c = counts.get(&r.name).copied().unwrap_or_default();
         items.push(json!({
             "name": r.name,
             "enabled": r.spec.enabled,
@@ -36,6 +38,8 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
             "next_fire": next.as_ref().map(|f| ts(&f.at)),
             "next_fire_zone": next.as_ref().map(|f| f.at.timezone().name()),
             "last_status": last.map(|s| s.as_str()),
+            "skipped": c.skipped,
+            "missed": c.missed,
         }));
         rows.push(vec![
             r.name.clone(),
@@ -46,6 +50,8 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
                 |f| format!("{} ({})", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name()),
             ),
             last.map_or_else(|| "-".into(), |s| s.as_str().to_string()),
+            c.skipped.to_string(),
+            c.missed.to_string(),
         ]);
     }
     if json_out {
@@ -53,7 +59,7 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
     } else if rows.is_empty() {
         eprintln!("no routines in {}", config.routines_dir.display());
     } else {
-        println!("{}", table(&["NAME", "ENABLED", "TRIGGERS", "NEXT FIRE", "LAST STATUS"], &rows));
+        println!("{}", table(&["NAME", "ENABLED", "TRIGGERS", "NEXT FIRE", "LAST STATUS", "SKIPPED", "MISSED"], &rows));
     }
     if !loaded.diagnostics.is_empty() {
         eprintln!("warning: {} problem(s) in routine files; see `routines validate`", loaded.diagnostics.len());

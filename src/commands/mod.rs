@@ -1,5 +1,6 @@
 //! One module per command family of the binary.
 
+pub mod daemon;
 pub mod deliver;
 pub mod init;
 pub mod inspect;

@@ -268,12 +268,25 @@ pub enum SmtpSecurity {
 pub struct ServerSettings {
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// Requests per second each webhook path accepts on average...
+    #[serde(default = "default_rate_limit")]
+    pub rate_limit: f64,
+    /// ...and in a burst; more are answered 429 with Retry-After.
+    #[serde(default = "default_rate_burst")]
+    pub rate_burst: u32,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
-        ServerSettings { listen: default_listen() }
+        ServerSettings { listen: default_listen(), rate_limit: default_rate_limit(), rate_burst: default_rate_burst() }
     }
+}
+
+fn default_rate_limit() -> f64 {
+    50.0
+}
+fn default_rate_burst() -> u32 {
+    100
 }
 
 fn default_listen() -> String {
@@ -283,14 +296,25 @@ fn default_listen() -> String {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitSettings {
+    /// Runs executing at once across all routines; more fires wait in the
+    /// durable queue.
     #[serde(default = "default_max_concurrent_runs")]
     pub max_concurrent_runs: u32,
+    /// How long a stopping daemon lets running runs finish before it
+    /// cancels them (they are recorded `interrupted` and retried at the next
+    /// start per their `retry`).
+    #[serde(default = "default_shutdown_grace")]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for LimitSettings {
     fn default() -> Self {
-        LimitSettings { max_concurrent_runs: default_max_concurrent_runs() }
+        LimitSettings { max_concurrent_runs: default_max_concurrent_runs(), shutdown_grace: default_shutdown_grace() }
     }
+}
+
+fn default_shutdown_grace() -> Duration {
+    Duration::from_secs(30)
 }
 
 fn default_max_concurrent_runs() -> u32 {

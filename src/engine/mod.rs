@@ -10,15 +10,17 @@ mod context;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use chrono::Utc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, StoreRecorder, approach_key};
-use crate::config::{Config, DeliveryTarget};
+use crate::config::{Config, DeliveryTarget, Env, ProcessEnv};
 use crate::delivery::Payload;
 use crate::delivery::file::{self, FilePayload};
 use crate::llm::{Message, Provider};
@@ -27,7 +29,7 @@ use crate::policy::{Grants, Policy, Redactor};
 use crate::routine::template::Templates;
 use crate::routine::{Overlap, Routine, Session};
 use crate::store::{DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError};
-use crate::tools::{Registry, ShellSettings};
+use crate::tools::{Registry, ShellSettings, safe_env};
 
 pub use context::TriggerInfo;
 
@@ -68,6 +70,37 @@ pub struct RunOptions {
     pub no_deliver: bool,
 }
 
+/// Stops a run early: the daemon's shutdown after its grace period, or a
+/// newer fire with `overlap: replace`. Cheap to clone; clones share the
+/// cancellation.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel {
+    token: CancellationToken,
+    why: Arc<Mutex<Option<(&'static str, String)>>>,
+}
+
+impl Cancel {
+    /// Cancels with a [`crate::store::reason`] and a message for the run's error.
+    pub fn cancel(&self, reason: &'static str, message: impl Into<String>) {
+        if let Ok(mut why) = self.why.lock() {
+            why.get_or_insert((reason, message.into()));
+        }
+        self.token.cancel();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.token.is_cancelled()
+    }
+
+    pub async fn cancelled(&self) {
+        self.token.cancelled().await
+    }
+
+    fn reason(&self) -> (&'static str, String) {
+        self.why.lock().ok().and_then(|w| w.clone()).unwrap_or(("shutdown", "the run was cancelled".into()))
+    }
+}
+
 /// Everything runs share.
 pub struct Engine {
     pub config: Config,
@@ -82,6 +115,18 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// The engine of `config`: opens the database (marking runs whose process
+    /// died as `interrupted`), the memory, the templates, the secret redactor
+    /// and the shell settings. `model` is used when a routine names none.
+    pub fn open(config: Config, provider: Arc<dyn Provider>, model: impl Into<String>) -> Result<Engine, EngineError> {
+        let store = open_store(&config)?;
+        let memory = Memory::new(store.clone());
+        let redactor = Redactor::new(config.secret_values(&ProcessEnv));
+        let templates = Templates::new(&config.templates_dir);
+        let shell = shell_settings(&config, &ProcessEnv);
+        Ok(Engine { config, store, memory, provider, templates, redactor, shell, model: model.into() })
+    }
+
     /// The template context of a run (delivery templates add `output` and `status`).
     pub fn context(
         &self,
@@ -174,7 +219,7 @@ impl Engine {
             scheduled_for: trigger.scheduled_for,
             status: RunStatus::Queued,
         })?;
-        let mut detail = RunDetail {
+        let detail = RunDetail {
             prompt: None,
             trigger_context: Some(trigger.context.to_string()),
             attempt: 1,
@@ -184,8 +229,32 @@ impl Engine {
         if routine.spec.overlap == Overlap::Queue && !active.is_empty() {
             self.wait_for_earlier_runs(routine, run_id).await?;
         }
+        self.execute(routine, run_id, trigger, 1, opts, progress, &Cancel::default()).await
+    }
+
+    /// Runs the queued run `run_id` of `routine` (attempt `attempt`): marks
+    /// it running, renders, runs the agent, delivers and records. `cancel`
+    /// stops it early; it is then recorded as `interrupted` with the reason
+    /// given to [`Cancel::cancel`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn execute(
+        &self,
+        routine: &Routine,
+        run_id: i64,
+        trigger: TriggerInfo,
+        attempt: u32,
+        opts: &RunOptions,
+        progress: Option<UnboundedSender<AgentEvent>>,
+        cancel: &Cancel,
+    ) -> Result<RunReport, EngineError> {
+        let mut detail = RunDetail {
+            prompt: None,
+            trigger_context: Some(trigger.context.to_string()),
+            attempt,
+            pid: Some(std::process::id()),
+        };
         self.store.start_run(run_id)?;
-        let ctx = self.context(routine, &trigger, run_id, 1, &opts.vars);
+        let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
 
         let report = RunReport {
             run_id,
@@ -202,6 +271,7 @@ impl Engine {
             prompt_tokens: 0,
             completion_tokens: 0,
             iterations: 0,
+            reason: None,
         };
 
         let prompt = match self.render_prompt(routine, &ctx) {
@@ -233,15 +303,26 @@ impl Engine {
         }
 
         let deadline = Instant::now() + routine.spec.timeout.get();
-        let result = tokio::time::timeout(
-            routine.spec.timeout.get(),
-            self.attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline),
-        )
-        .await;
+        // Dropping the agent's future on timeout or cancellation kills the
+        // process groups of its shell commands.
+        let result = tokio::select! {
+            r = tokio::time::timeout(
+                routine.spec.timeout.get(),
+                self.attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline),
+            ) => Some(r),
+            _ = cancel.cancelled() => None,
+        };
         let t = agent.last_turn();
         outcome.prompt_tokens = t.prompt_tokens;
         outcome.completion_tokens = t.completion_tokens;
         outcome.iterations = t.iterations;
+        let Some(result) = result else {
+            let (reason, why) = cancel.reason();
+            outcome.status = RunStatus::Interrupted;
+            outcome.reason = Some(reason);
+            outcome.error = Some(why);
+            return self.finish(routine, &ctx, opts, report, outcome).await;
+        };
         match result {
             Err(_) => {
                 outcome.status = RunStatus::TimedOut;
@@ -286,6 +367,7 @@ impl Engine {
             prompt_tokens: 0,
             completion_tokens: 0,
             iterations: 0,
+            reason: Some(crate::store::reason::OVERLAP),
         };
         self.store.finish_run(run_id, &outcome)?;
         tracing::info!(routine = %routine.name, run_id, "{why}");
@@ -495,8 +577,29 @@ impl Engine {
     }
 }
 
+/// Opens the database of `config` and marks runs whose process died as
+/// `interrupted`.
+pub fn open_store(config: &Config) -> Result<Store, StoreError> {
+    let store = Store::open(&config.database_path())?;
+    for id in store.interrupt_orphans(&process_alive)? {
+        tracing::warn!(
+            run_id = id,
+            "Run {id} was interrupted: the process running it stopped; recorded as interrupted."
+        );
+    }
+    Ok(store)
+}
+
+/// The shell tool's settings of a config: its timeout, and a clean
+/// environment plus the variables `security.shell_env` passes through.
+pub fn shell_settings(c: &Config, env: &dyn Env) -> ShellSettings {
+    let passed: Vec<(String, String)> =
+        c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
+    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) }
+}
+
 /// Whether a process with this id exists (signal 0 checks without sending).
-fn process_alive(pid: u32) -> bool {
+pub fn process_alive(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else { return false };
     // SAFETY: signal 0 only checks whether the process exists.
     let r = unsafe { libc::kill(pid, 0) };

@@ -98,6 +98,9 @@ pub struct FileTrigger {
     pub events: Vec<FileEvent>,
     #[serde(default = "default_debounce")]
     pub debounce: Duration,
+    /// Look for changes this often instead of waiting for events from the
+    /// file system (network and FUSE file systems that send none).
+    pub poll: Option<Duration>,
 }
 
 fn default_file_events() -> Vec<FileEvent> {

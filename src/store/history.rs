@@ -155,12 +155,16 @@ impl Store {
         Ok(self.list_runs(&RunFilter { routine: Some(routine), status: None, limit: 1 })?.first().map(|r| r.status))
     }
 
-    /// Marks `queued`/`running` runs whose process is gone as `interrupted`;
-    /// returns their ids. `alive` says whether a process id still runs.
+    /// Marks runs whose process is gone as `interrupted` (reason `crash`):
+    /// running ones, and queued manual ones. Queued fires of the daemon are
+    /// left queued: they wait in the durable queue for the next daemon.
+    /// Returns their ids. `alive` says whether a process id still runs.
     pub fn interrupt_orphans(&self, alive: &dyn Fn(u32) -> bool) -> Result<Vec<i64>, StoreError> {
         let candidates: Vec<(i64, Option<u32>)> = self.with_conn(|c| {
-            let mut stmt =
-                c.prepare("SELECT id, pid FROM runs WHERE status IN ('queued', 'running') AND kind != 'chat'")?;
+            let mut stmt = c.prepare(
+                "SELECT id, pid FROM runs WHERE kind != 'chat'
+                 AND (status = 'running' OR (status = 'queued' AND trigger = 'manual'))",
+            )?;
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect()
         })?;
@@ -174,7 +178,7 @@ impl Store {
             if dead {
                 self.with_conn(|c| {
                     c.execute(
-                        "UPDATE runs SET status = 'interrupted', finished_at = ?2,
+                        "UPDATE runs SET status = 'interrupted', finished_at = ?2, reason = 'crash',
                                 error = COALESCE(error, 'the process running it stopped before it finished')
                          WHERE id = ?1 AND status IN ('queued', 'running')",
                         params![id, to_db_time(Utc::now())],

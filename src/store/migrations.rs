@@ -13,12 +13,28 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON)];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// What the daemon needs: the last scheduled instant of each routine (for
+/// catch-up after downtime), why a run was skipped or interrupted, and the
+/// earliest time a queued run may start (jitter).
+const V3_DAEMON: &str = r#"
+CREATE TABLE schedule_state (
+    routine         TEXT PRIMARY KEY,
+    last_scheduled  TEXT NOT NULL,           -- the newest instant fired or recorded as missed
+    missed_unrecorded INTEGER NOT NULL DEFAULT 0, -- missed instants counted but not given a row each
+    updated_at      TEXT NOT NULL
+);
+-- skipped: overlap | missed | replaced;  interrupted: crash | shutdown | replaced
+ALTER TABLE runs ADD COLUMN reason TEXT;
+ALTER TABLE runs ADD COLUMN not_before TEXT;
+CREATE INDEX runs_by_routine_status ON runs (routine, status);
+"#;
 
 /// What a routine run needs beyond a chat session: the rendered prompt, the
 /// trigger's context, the attempt, the process that runs it (to find runs

@@ -12,6 +12,7 @@
 mod history;
 pub mod migrations;
 mod runs;
+mod schedule;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,7 @@ use rusqlite::types::Type;
 
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
 pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
+pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
 
 /// How long a statement waits for another process's lock before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -207,7 +209,16 @@ mod tests {
         assert_eq!(store.schema_version().unwrap(), migrations::latest_version());
         assert_eq!(
             table_names(&store),
-            ["deliveries", "memories", "memories_fts", "run_events", "runs", "schema_migrations", "sessions"]
+            [
+                "deliveries",
+                "memories",
+                "memories_fts",
+                "run_events",
+                "runs",
+                "schedule_state",
+                "schema_migrations",
+                "sessions"
+            ]
         );
         drop(store);
 

@@ -108,6 +108,8 @@ pub struct RunOutcome {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub iterations: u32,
+    /// Why it was skipped or interrupted (see [`super::reason`]).
+    pub reason: Option<&'static str>,
 }
 
 /// One row of `runs`.
@@ -268,7 +270,7 @@ impl Store {
         let changed = self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
-                        completion_tokens = ?6, iterations = ?7, finished_at = ?8
+                        completion_tokens = ?6, iterations = ?7, finished_at = ?8, reason = ?9
                  WHERE id = ?1",
                 params![
                     id,
@@ -279,6 +281,7 @@ impl Store {
                     to_db_int(outcome.completion_tokens),
                     i64::from(outcome.iterations),
                     to_db_time(Utc::now()),
+                    outcome.reason,
                 ],
             )
         })?;
@@ -397,6 +400,7 @@ mod tests {
             prompt_tokens: 1200,
             completion_tokens: 345,
             iterations: 3,
+            reason: None,
         };
         store.finish_run(id, &outcome).unwrap();
 

@@ -235,13 +235,13 @@ fn list_shows_every_routine_with_triggers_next_fire_and_last_status() {
     let lines: Vec<&str> = o.stdout.lines().collect();
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
-        ["NAME", "ENABLED", "TRIGGERS", "NEXT", "FIRE", "LAST", "STATUS"]
+        ["NAME", "ENABLED", "TRIGGERS", "NEXT", "FIRE", "LAST", "STATUS", "SKIPPED", "MISSED"]
     );
-    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["by-hand", "yes", "manual", "-", "-"]);
-    assert_eq!(lines[2].split_whitespace().collect::<Vec<_>>(), ["off", "no", "at,", "manual", "-", "-"]);
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["by-hand", "yes", "manual", "-", "-", "0", "0"]);
+    assert_eq!(lines[2].split_whitespace().collect::<Vec<_>>(), ["off", "no", "at,", "manual", "-", "-", "0", "0"]);
     assert_eq!(
         lines[3].split_whitespace().collect::<Vec<_>>(),
-        ["once", "yes", "at,", "manual", "2099-01-01", "16:00:00", "+08:00", "(Asia/Shanghai)", "-"]
+        ["once", "yes", "at,", "manual", "2099-01-01", "16:00:00", "+08:00", "(Asia/Shanghai)", "-", "0", "0"]
     );
     assert!(lines[5].contains("(Europe/Berlin)"), "{}", o.stdout);
 }

@@ -1,0 +1,395 @@
+//! From an accepted fire to a finished run: overlap per routine, the
+//! concurrency limit across routines, jitter, and cancellation.
+//!
+//! Every accepted fire is first a `queued` row in the database (the durable
+//! queue); a task then waits for its turn: `not_before` (jitter), the
+//! routine's earlier run (`overlap: queue`/`replace`), a slot of
+//! `limits.max_concurrent_runs`. A daemon that stops leaves fires that did
+//! not start `queued`; the next one adopts them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use super::metrics::Metrics;
+use crate::engine::{Cancel, Engine, RunOptions, TriggerInfo};
+use crate::routine::{Overlap, Routine};
+use crate::store::{NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
+
+/// A fire to accept.
+#[derive(Debug, Clone)]
+pub struct Fire {
+    pub routine: String,
+    /// `cron`, `every`, `at`, `file`, `webhook`.
+    pub kind: &'static str,
+    pub scheduled_for: Option<DateTime<Utc>>,
+    /// Per kind: `path`, `event`; `method`, `headers`, `query`, `body`, `json`.
+    pub context: Value,
+    /// One of several instants caught up at once: never skipped or
+    /// replaced by `overlap`; they run one after another.
+    pub catch_up: bool,
+}
+
+/// What became of a fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// Queued as this run.
+    Queued(i64),
+    /// Recorded as skipped (overlap) as this run.
+    Skipped(i64),
+    /// The instant was already claimed: nothing to do.
+    Duplicate,
+}
+
+#[derive(Debug, Default)]
+struct Active {
+    /// Runs started or holding the routine's turn, with their cancellation.
+    running: HashMap<i64, Cancel>,
+    /// Fires accepted and waiting for their turn.
+    waiting: Vec<(i64, Cancel)>,
+}
+
+/// Shared state of the dispatcher.
+pub struct Dispatcher {
+    pub engine: Arc<Engine>,
+    pub routines: RwLock<HashMap<String, Arc<Routine>>>,
+    clock: Arc<dyn Clock>,
+    slots: Semaphore,
+    active: Mutex<HashMap<String, Active>>,
+    changed: Notify,
+    /// Set when the daemon stops: fires that have not started stay queued.
+    closing: CancellationToken,
+    executing: AtomicUsize,
+    /// Fires accepted that have not started (or been set aside) yet.
+    pending: AtomicUsize,
+    pub metrics: Metrics,
+    pub accepted: AtomicU64,
+}
+
+impl Dispatcher {
+    pub fn new(engine: Arc<Engine>, clock: Arc<dyn Clock>, max_concurrent: usize) -> Arc<Self> {
+        Arc::new(Dispatcher {
+            engine,
+            routines: RwLock::new(HashMap::new()),
+            clock,
+            slots: Semaphore::new(max_concurrent.max(1)),
+            active: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            closing: CancellationToken::new(),
+            executing: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
+            metrics: Metrics::default(),
+            accepted: AtomicU64::new(0),
+        })
+    }
+
+    pub fn routine(&self, name: &str) -> Option<Arc<Routine>> {
+        self.routines.read().ok().and_then(|r| r.get(name).cloned())
+    }
+
+    /// Fires waiting for their turn, in all routines.
+    pub fn queue_depth(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
+    }
+
+    /// Runs executing now.
+    pub fn executing(&self) -> usize {
+        self.executing.load(Ordering::SeqCst)
+    }
+
+    /// Waits until every accepted fire has run or been set aside.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.changed.notified();
+            if self.active.lock().map(|a| a.is_empty()).unwrap_or(true) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Accepts a fire: applies `overlap` against the routine's active runs,
+    /// claims the fire in the database and starts its task. Returns once
+    /// the fire is durably recorded.
+    pub fn accept(self: &Arc<Self>, fire: Fire) -> Result<Accepted, StoreError> {
+        let Some(routine) = self.routine(&fire.routine) else {
+            return Err(StoreError::RunNotFound(0));
+        };
+        let jitter = routine.spec.jitter.get();
+        let not_before = (!jitter.is_zero()).then(|| {
+            let ms = u64::try_from(jitter.as_millis()).unwrap_or(u64::MAX);
+            let delay = rand::random_range(0..=ms);
+            let base = fire.scheduled_for.unwrap_or_else(|| self.clock.now());
+            base + chrono::Duration::milliseconds(i64::try_from(delay).unwrap_or(i64::MAX))
+        });
+        let context = fire.context.to_string();
+        let mut active = self.active.lock().map_err(|_| StoreError::Poisoned)?;
+        let entry = active.entry(routine.name.clone()).or_default();
+        let busy = !entry.running.is_empty() || !entry.waiting.is_empty();
+        let skip_why = match routine.spec.overlap {
+            _ if fire.catch_up => None,
+            Overlap::Skip if busy => {
+                Some(format!("a run of `{}` was still active (overlap: skip); this fire was skipped", routine.name))
+            }
+            Overlap::Queue if !entry.waiting.is_empty() => Some(format!(
+                "a run of `{}` was already waiting (overlap: queue keeps at most one); this fire was skipped",
+                routine.name
+            )),
+            _ => None,
+        };
+        if let Some(why) = skip_why {
+            let id = self.record_skip(&routine, &fire, &why)?;
+            return Ok(id.map_or(Accepted::Duplicate, Accepted::Skipped));
+        }
+        let claimed = self.engine.store.claim_fire(&NewFire {
+            routine: &routine.name,
+            trigger: fire.kind,
+            scheduled_for: fire.scheduled_for,
+            context: &context,
+            not_before,
+        })?;
+        let Some(run_id) = claimed else {
+            return Ok(Accepted::Duplicate);
+        };
+        if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
+            let why = format!("replaced by run {run_id}, a newer fire of `{}` (overlap: replace)", routine.name);
+            for cancel in entry.running.values() {
+                cancel.cancel(reason::REPLACED, why.clone());
+            }
+            for (_, cancel) in &entry.waiting {
+                cancel.cancel(reason::REPLACED, why.clone());
+            }
+        }
+        let cancel = Cancel::default();
+        entry.waiting.push((run_id, cancel.clone()));
+        drop(active);
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+        let queued = QueuedFire {
+            run_id,
+            routine: routine.name.clone(),
+            trigger: TriggerInfo { kind: fire.kind.into(), scheduled_for: fire.scheduled_for, context: fire.context },
+            attempt: 1,
+            not_before,
+        };
+        self.spawn(queued, cancel);
+        Ok(Accepted::Queued(run_id))
+    }
+
+    /// Starts the tasks of fires an earlier daemon queued.
+    pub fn resume(self: &Arc<Self>, queued: Vec<QueuedRun>) {
+        for q in queued {
+            let Some(name) = q.run.routine.clone() else { continue };
+            let context = q.context.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_else(|| json!({}));
+            let fire = QueuedFire {
+                run_id: q.run.id,
+                routine: name.clone(),
+                trigger: TriggerInfo { kind: q.run.trigger.clone(), scheduled_for: q.run.scheduled_for, context },
+                attempt: q.attempt.max(1),
+                not_before: q.not_before,
+            };
+            let cancel = Cancel::default();
+            if let Ok(mut active) = self.active.lock() {
+                active.entry(name).or_default().waiting.push((q.run.id, cancel.clone()));
+            }
+            self.spawn(fire, cancel);
+        }
+    }
+
+    fn record_skip(&self, routine: &Routine, fire: &Fire, why: &str) -> Result<Option<i64>, StoreError> {
+        let store = &self.engine.store;
+        let id = match store.create_run(&NewRun {
+            kind: RunKind::Routine,
+            routine: Some(routine.name.clone()),
+            trigger: fire.kind.into(),
+            scheduled_for: fire.scheduled_for,
+            status: RunStatus::Queued,
+        }) {
+            Ok(id) => id,
+            Err(StoreError::DuplicateFire { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        store.finish_run(
+            id,
+            &RunOutcome {
+                status: RunStatus::Skipped,
+                output: None,
+                error: Some(why.to_string()),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                iterations: 0,
+                reason: Some(reason::OVERLAP),
+            },
+        )?;
+        tracing::info!(routine = %routine.name, run_id = id, "{why}");
+        Ok(Some(id))
+    }
+
+    fn spawn(self: &Arc<Self>, fire: QueuedFire, cancel: Cancel) {
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let me = self.clone();
+        tokio::spawn(async move { me.drive(fire, cancel).await });
+    }
+
+    /// One fire's task: waits for its turn, then runs it.
+    async fn drive(self: Arc<Self>, fire: QueuedFire, cancel: Cancel) {
+        let name = fire.routine.clone();
+        let run_id = fire.run_id;
+        let started = self.wait_and_run(fire, &cancel).await;
+        if let Ok(mut active) = self.active.lock() {
+            if let Some(entry) = active.get_mut(&name) {
+                entry.running.remove(&run_id);
+                entry.waiting.retain(|(id, _)| *id != run_id);
+                if entry.running.is_empty() && entry.waiting.is_empty() {
+                    active.remove(&name);
+                }
+            }
+        }
+        if started {
+            self.executing.fetch_sub(1, Ordering::SeqCst);
+        } else {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Returns whether the run started.
+    async fn wait_and_run(&self, fire: QueuedFire, cancel: &Cancel) -> bool {
+        let store = &self.engine.store;
+        // Jitter.
+        if let Some(at) = fire.not_before {
+            let wait = (at - self.clock.now()).to_std().unwrap_or_default();
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.closing.cancelled() => return false,
+            }
+        }
+        // The routine's turn.
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.closing.is_cancelled() {
+                return false;
+            }
+            if cancel.is_cancelled() {
+                let _ = store.skip_queued(fire.run_id, reason::REPLACED, "replaced by a newer fire before it started");
+                return false;
+            }
+            let Some(routine) = self.routine(&fire.routine) else {
+                let _ = store.skip_queued(
+                    fire.run_id,
+                    reason::OVERLAP,
+                    "the routine was removed or disabled before this fire started",
+                );
+                return false;
+            };
+            let my_turn = self.take_turn(&fire, &routine, cancel);
+            match my_turn {
+                Some(true) => break,
+                Some(false) => {}
+                None => return false,
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = self.closing.cancelled() => return false,
+            }
+        }
+        // A slot of max_concurrent_runs.
+        let permit = tokio::select! {
+            p = self.slots.acquire() => p,
+            _ = self.closing.cancelled() => return false,
+        };
+        let Ok(_permit) = permit else { return false };
+        if cancel.is_cancelled() {
+            let _ = store.skip_queued(fire.run_id, reason::REPLACED, "replaced by a newer fire before it started");
+            return false;
+        }
+        let Some(routine) = self.routine(&fire.routine) else { return false };
+        self.executing.fetch_add(1, Ordering::SeqCst);
+        self.pending.fetch_sub(1, Ordering::SeqCst);
+        if let Some(at) = fire.trigger.scheduled_for {
+            let due = fire.not_before.unwrap_or(at);
+            let late = (self.clock.now() - due).to_std().unwrap_or_default();
+            self.metrics.observe_lateness(late);
+        }
+        let result = self
+            .engine
+            .execute(&routine, fire.run_id, fire.trigger, fire.attempt, &RunOptions::default(), None, cancel)
+            .await;
+        match result {
+            Ok(report) => {
+                tracing::info!(routine = %routine.name, run_id = report.run_id, status = %report.status, "Run finished.");
+            }
+            Err(e) => {
+                tracing::error!(routine = %routine.name, run_id = fire.run_id, error = %e, "Run could not be recorded.")
+            }
+        }
+        true
+    }
+
+    /// Waits until no run is executing.
+    async fn none_executing(&self) {
+        loop {
+            let notified = self.changed.notified();
+            if self.executing() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Whether `fire` may start now as far as its routine is concerned:
+    /// no other run active (unless `overlap: allow`), and the oldest
+    /// waiting. If so it becomes the routine's running run. `None` if the
+    /// state is unusable.
+    fn take_turn(&self, fire: &QueuedFire, routine: &Routine, cancel: &Cancel) -> Option<bool> {
+        let mut active = self.active.lock().ok()?;
+        let entry = active.entry(fire.routine.clone()).or_default();
+        let allow = routine.spec.overlap == Overlap::Allow;
+        let free = allow || entry.running.is_empty();
+        let first = entry.waiting.iter().map(|(id, _)| *id).min() == Some(fire.run_id);
+        if free && (first || allow) {
+            entry.waiting.retain(|(id, _)| *id != fire.run_id);
+            entry.running.insert(fire.run_id, cancel.clone());
+            Some(true)
+        } else {
+            Some(false)
+        }
+    }
+
+    /// Stops starting fires, waits up to `grace` for running ones, then
+    /// cancels those still running (recorded `interrupted`, reason
+    /// `shutdown`) and waits for them to record it.
+    pub async fn shut_down(&self, grace: std::time::Duration) {
+        self.closing.cancel();
+        self.changed.notify_waiters();
+        if tokio::time::timeout(grace, self.none_executing()).await.is_ok() {
+            return;
+        }
+        let message = format!("the daemon stopped and the run did not finish within the grace period of {grace:?}");
+        if let Ok(active) = self.active.lock() {
+            for entry in active.values() {
+                for cancel in entry.running.values() {
+                    cancel.cancel(reason::SHUTDOWN, message.clone());
+                }
+            }
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.none_executing()).await;
+    }
+}
+
+/// A fire with its run, waiting for its turn.
+#[derive(Debug, Clone)]
+struct QueuedFire {
+    run_id: i64,
+    routine: String,
+    trigger: TriggerInfo,
+    attempt: u32,
+    not_before: Option<DateTime<Utc>>,
+}

@@ -1,0 +1,292 @@
+//! `routines daemon`: every trigger of every routine, until told to stop
+//! (SPEC §5).
+//!
+//! - The timer loop keeps the next instant of each routine in a heap, sleeps
+//!   until the earliest (never more than a minute, so a wall clock that
+//!   jumps is noticed), and hands the due instants to [`plan`], which
+//!   decides what fires and what was missed.
+//! - Each fire is claimed in the database (UNIQUE(routine, scheduled_for))
+//!   before it runs, and the newest handled instant is persisted, so no
+//!   instant runs twice and downtime is caught up per `catch_up`.
+//! - [`dispatch`] applies overlap, jitter and the concurrency limit.
+//! - File events and webhooks become fires through the same path.
+//! - Routine files are reloaded when they change; an invalid edit keeps
+//!   the routine's last valid version.
+//! - On SIGINT/SIGTERM nothing new starts; running runs get a grace period,
+//!   then are cancelled and recorded `interrupted` for the next start.
+
+pub mod clock;
+pub mod dispatch;
+pub mod lock;
+pub mod metrics;
+pub mod plan;
+pub mod service;
+pub mod watch;
+pub mod webhook;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use crate::routine::{LoadedRoutines, Routine};
+use crate::store::{StoreError, reason};
+use clock::{Clock, sleep_for};
+use dispatch::{Dispatcher, Fire};
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// Something the daemon loop reacts to besides time.
+#[derive(Debug)]
+pub enum Signal {
+    /// New routines to use (hot reload); the loop applies them.
+    Reload(LoadedRoutines),
+    /// A fire from a file watcher (or any other source).
+    Fire(Fire),
+}
+
+/// The timer loop and the routines it schedules.
+pub struct Scheduler {
+    pub dispatcher: Arc<Dispatcher>,
+    clock: Arc<dyn Clock>,
+    /// Next instant per routine; entries whose generation is old are stale.
+    heap: BinaryHeap<Reverse<(DateTime<Utc>, String, u64)>>,
+    generation: HashMap<String, u64>,
+    /// Instants up to this one are handled, per routine.
+    handled: HashMap<String, DateTime<Utc>>,
+    /// Told the routines whenever they change (file watches, webhook routes).
+    pub on_change: Option<OnChange>,
+}
+
+/// See [`Scheduler::on_change`].
+pub type OnChange = Box<dyn FnMut(&HashMap<String, Arc<Routine>>) + Send>;
+
+impl Scheduler {
+    pub fn new(dispatcher: Arc<Dispatcher>, clock: Arc<dyn Clock>) -> Self {
+        Scheduler {
+            dispatcher,
+            clock,
+            heap: BinaryHeap::new(),
+            generation: HashMap::new(),
+            handled: HashMap::new(),
+            on_change: None,
+        }
+    }
+
+    /// Before the first tick: fires interrupted by a crash or a stop are
+    /// queued again if `retry` allows it (and their instant is still inside
+    /// `catch_up_window`); fires an earlier daemon queued are resumed.
+    pub fn recover(&self) -> Result<(), StoreError> {
+        let store = &self.dispatcher.engine.store;
+        let now = self.clock.now();
+        let requeued = store.requeue_interrupted(&|name, attempt, scheduled_for| {
+            let Some(r) = self.dispatcher.routine(name) else { return false };
+            let window = chrono::Duration::from_std(r.spec.catch_up_window.get()).unwrap_or(chrono::Duration::MAX);
+            let fresh = scheduled_for.is_none_or(|at| now.signed_duration_since(at) <= window);
+            r.spec.enabled && attempt < r.spec.retry.attempts && fresh
+        })?;
+        for id in &requeued {
+            tracing::warn!(run_id = id, "Run {id} was interrupted; it is queued again as its next attempt.");
+        }
+        let queued = store.adopt_queued()?;
+        if !queued.is_empty() {
+            tracing::info!(count = queued.len(), "Resuming fires that were queued before the daemon stopped.");
+        }
+        self.dispatcher.resume(queued);
+        Ok(())
+    }
+
+    /// Replaces the routines (at start and on reload) and schedules their
+    /// next instants. A routine seen for the first time starts from now:
+    /// instants before the daemon first knew it are not missed.
+    pub fn set_routines(&mut self, routines: Vec<Routine>) -> Result<(), StoreError> {
+        let store = self.dispatcher.engine.store.clone();
+        let now = self.clock.now();
+        let map: HashMap<String, Arc<Routine>> = routines.into_iter().map(|r| (r.name.clone(), Arc::new(r))).collect();
+        self.handled.retain(|name, _| map.contains_key(name));
+        for r in map.values() {
+            let generation = self.generation.entry(r.name.clone()).or_default();
+            *generation += 1;
+            if !r.spec.enabled || r.time_triggers.is_empty() {
+                continue;
+            }
+            let handled = match self.handled.get(&r.name) {
+                Some(h) => *h,
+                None => match store.last_scheduled(&r.name)? {
+                    Some(last) => last,
+                    None => {
+                        store.set_last_scheduled(&r.name, now)?;
+                        now
+                    }
+                },
+            };
+            self.handled.insert(r.name.clone(), handled);
+            if let Some(next) = plan::next_after(r, handled) {
+                self.heap.push(Reverse((next, r.name.clone(), *generation)));
+            }
+        }
+        if let Some(on_change) = self.on_change.as_mut() {
+            on_change(&map);
+        }
+        if let Ok(mut current) = self.dispatcher.routines.write() {
+            *current = map;
+        }
+        Ok(())
+    }
+
+    /// The earliest scheduled instant.
+    pub fn next_instant(&mut self) -> Option<DateTime<Utc>> {
+        while let Some(Reverse((at, name, generation))) = self.heap.peek() {
+            if self.generation.get(name) == Some(generation) {
+                return Some(*at);
+            }
+            self.heap.pop();
+        }
+        None
+    }
+
+    /// Handles every routine whose next instant has come.
+    pub fn tick(&mut self) {
+        let now = self.clock.now();
+        while let Some(at) = self.next_instant() {
+            if at > now {
+                break;
+            }
+            let Some(Reverse((_, name, generation))) = self.heap.pop() else { break };
+            let Some(routine) = self.dispatcher.routine(&name) else { continue };
+            let since = self.handled.get(&name).copied().unwrap_or(now);
+            if let Err(e) = self.handle_due(&routine, since, now) {
+                tracing::error!(routine = %name, error = %e, "Could not record the fires of a routine; retrying in a minute.");
+                let retry = now + chrono::Duration::seconds(60);
+                self.heap.push(Reverse((retry, name, generation)));
+                continue;
+            }
+            self.handled.insert(name.clone(), now);
+            if let Some(next) = plan::next_after(&routine, now) {
+                self.heap.push(Reverse((next, name, generation)));
+            }
+        }
+    }
+
+    fn handle_due(&self, routine: &Routine, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), StoreError> {
+        let store = &self.dispatcher.engine.store;
+        let p = plan::plan(routine, since, now);
+        if !p.missed.is_empty() {
+            let policy = match routine.spec.catch_up {
+                crate::routine::CatchUp::Latest => "catch_up: latest runs only the most recent missed instant",
+                crate::routine::CatchUp::All => "catch_up: all runs at most 100 missed instants",
+                crate::routine::CatchUp::None => "catch_up: none",
+            };
+            let message = format!(
+                "missed: the daemon was not running (or the machine was asleep) at this instant; {policy}, \
+                 within catch_up_window {}",
+                routine.spec.catch_up_window
+            );
+            for kind in ["cron", "every", "at"] {
+                let instants: Vec<DateTime<Utc>> = p.missed.iter().filter(|i| i.kind == kind).map(|i| i.at).collect();
+                if !instants.is_empty() {
+                    store.record_skipped(&routine.name, kind, &instants, reason::MISSED, &message)?;
+                }
+            }
+            tracing::warn!(routine = %routine.name, missed = p.missed.len() as u64 + p.unrecorded, "Instants were missed; {policy}.");
+        }
+        if p.unrecorded > 0 {
+            if let Some(newest) = p.newest {
+                store.add_unrecorded_missed(&routine.name, p.unrecorded, newest)?;
+            }
+        }
+        let catch_up = p.fire.len() > 1;
+        for instant in &p.fire {
+            let fire = Fire {
+                routine: routine.name.clone(),
+                kind: instant.kind,
+                scheduled_for: Some(instant.at),
+                context: json!({}),
+                catch_up,
+            };
+            match self.dispatcher.accept(fire)? {
+                dispatch::Accepted::Duplicate => {
+                    tracing::debug!(routine = %routine.name, at = %instant.at, "Instant already claimed; not run again.")
+                }
+                dispatch::Accepted::Queued(id) | dispatch::Accepted::Skipped(id) => {
+                    tracing::debug!(routine = %routine.name, run_id = id, at = %instant.at, "Fired.")
+                }
+            }
+        }
+        if let Some(newest) = p.newest {
+            store.set_last_scheduled(&routine.name, newest)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the timer loop until `stop` resolves, also reacting to
+    /// `signals` (reloads and fires from watchers).
+    pub async fn run_loop(
+        &mut self,
+        mut signals: tokio::sync::mpsc::UnboundedReceiver<Signal>,
+        stop: impl std::future::Future<Output = ()>,
+    ) {
+        tokio::pin!(stop);
+        loop {
+            self.tick();
+            let wait = sleep_for(self.clock.now(), self.next_instant());
+            tokio::select! {
+                _ = &mut stop => return,
+                _ = tokio::time::sleep(wait) => {}
+                signal = signals.recv() => match signal {
+                    Some(Signal::Reload(loaded)) => self.reload(loaded),
+                    Some(Signal::Fire(fire)) => {
+                        let routine = fire.routine.clone();
+                        if let Err(e) = self.dispatcher.accept(fire) {
+                            tracing::error!(routine = %routine, error = %e, "Could not queue a fire.");
+                        }
+                    }
+                    None => {}
+                },
+            }
+        }
+    }
+
+    /// Applies reloaded routines. A routine whose file now has problems
+    /// keeps its last valid version; the problems are logged.
+    pub fn reload(&mut self, loaded: LoadedRoutines) {
+        let mut next: Vec<Routine> = loaded.routines;
+        let current: Vec<Arc<Routine>> =
+            self.dispatcher.routines.read().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        for old in current {
+            let broken: Vec<String> =
+                loaded.diagnostics.0.iter().filter(|d| d.file == old.file).map(|d| d.to_string()).collect();
+            if !broken.is_empty() && !next.iter().any(|r| r.name == old.name) {
+                tracing::warn!(
+                    routine = %old.name,
+                    "The routine's file is invalid; keeping its last valid version:\n{}",
+                    broken.join("\n")
+                );
+                next.push((*old).clone());
+            }
+        }
+        for d in &loaded.diagnostics.0 {
+            tracing::debug!("{d}");
+        }
+        let names: Vec<&str> = next.iter().map(|r| r.name.as_str()).collect();
+        tracing::info!(routines = names.len(), "Routines reloaded: {}.", names.join(", "));
+        if let Err(e) = self.set_routines(next) {
+            tracing::error!(error = %e, "Could not apply the reloaded routines.");
+        }
+    }
+}
+
+/// How long a stopping daemon lets running runs finish.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);

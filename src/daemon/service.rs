@@ -1,0 +1,268 @@
+//! The whole daemon wired together: timer loop, file watchers, webhook
+//! listener, hot reload of routine files, and the orderly stop.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+use super::clock::Clock;
+use super::dispatch::{Accepted, Dispatcher, Fire};
+use super::watch::{FileFire, WatchSpec, Watcher};
+use super::webhook::{self, Intake, IntakeError, Route, RouteTable, WebhookRequest};
+use super::{DaemonError, Scheduler, Signal};
+use crate::config::{self, Config, Env, ProcessEnv};
+use crate::engine::Engine;
+use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
+use crate::tools::Registry;
+
+/// How long routine files must be quiet before they are reloaded.
+const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// Runs the daemon until `stop` resolves, then stops in order: no new
+/// fires, running runs get `limits.shutdown_grace`, the rest are cancelled.
+pub async fn run(
+    engine: Engine,
+    loaded: LoadedRoutines,
+    clock: Arc<dyn Clock>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), DaemonError> {
+    let config = engine.config.clone();
+    let engine = Arc::new(engine);
+    let max = usize::try_from(config.limits.max_concurrent_runs).unwrap_or(usize::MAX);
+    let dispatcher = Dispatcher::new(engine.clone(), clock.clone(), max);
+    let mut scheduler = Scheduler::new(dispatcher.clone(), clock);
+    for d in &loaded.diagnostics.0 {
+        tracing::warn!("{d}");
+    }
+    scheduler.set_routines(loaded.routines)?;
+    scheduler.recover()?;
+    let routines = dispatcher.routines.read().map(|m| m.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
+
+    let (signals_tx, signals_rx) = unbounded_channel::<Signal>();
+
+    // File triggers: one watcher on events, one polling for triggers with `poll`.
+    let (files_tx, mut files_rx) = unbounded_channel::<FileFire>();
+    let (evented, polled, interval) = watch_specs(&routines);
+    let watcher = Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)
+        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let poller = Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))
+        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let forward = signals_tx.clone();
+    tokio::spawn(async move {
+        while let Some(f) = files_rx.recv().await {
+            let context = json!({ "path": f.path, "event": f.event });
+            let fire = Fire { routine: f.routine, kind: "file", scheduled_for: None, context, catch_up: false };
+            if forward.send(Signal::Fire(fire)).is_err() {
+                return;
+            }
+        }
+    });
+
+    // Webhooks, /healthz and /metrics.
+    let table = RouteTable::new(routes(&routines, &ProcessEnv));
+    let listener = tokio::net::TcpListener::bind(&config.server.listen).await.map_err(|e| {
+        DaemonError::Setup(format!(
+            "cannot listen on {} (server.listen): {e}\n  choose a free address in routines.yaml, e.g. server: {{ listen: 127.0.0.1:8788 }}",
+            config.server.listen
+        ))
+    })?;
+    let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| config.server.listen.clone());
+    let settings = webhook::Settings {
+        body_limit: 1024 * 1024,
+        rate_per_second: config.server.rate_limit,
+        burst: config.server.rate_burst,
+    };
+    let intake: Arc<dyn Intake> = Arc::new(DaemonIntake { dispatcher: dispatcher.clone() });
+    let server_stop = CancellationToken::new();
+    let server = {
+        let stop = server_stop.clone();
+        let router = webhook::router(table.clone(), intake, settings);
+        tokio::spawn(async move { webhook::serve(listener, router, async move { stop.cancelled().await }).await })
+    };
+
+    // Hot reload; what changed also goes to the watchers and the webhook table.
+    let reload_watch = watch_routine_files(&config, signals_tx.clone());
+    scheduler.on_change = Some(Box::new(move |routines: &HashMap<String, Arc<Routine>>| {
+        let list: Vec<Arc<Routine>> = routines.values().cloned().collect();
+        let (evented, polled, _) = watch_specs(&list);
+        if let Err(e) = watcher.update(evented).and_then(|()| poller.update(polled)) {
+            tracing::error!(error = %e, "Could not update the file watches.");
+        }
+        table.replace(routes(&list, &ProcessEnv));
+    }));
+
+    let names: Vec<&str> = routines.iter().map(|r| r.name.as_str()).collect();
+    tracing::info!(
+        routines = names.len(),
+        listen = %address,
+        "Daemon started: {}; webhooks, /healthz and /metrics on http://{address}.",
+        if names.is_empty() { "no routines".to_string() } else { names.join(", ") }
+    );
+    eprintln!("routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C", names.len());
+
+    scheduler.run_loop(signals_rx, stop).await;
+
+    tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
+    drop(reload_watch);
+    server_stop.cancel();
+    scheduler.on_change = None;
+    dispatcher.shut_down(config.limits.shutdown_grace.get()).await;
+    match tokio::time::timeout(Duration::from_secs(5), server).await {
+        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "The webhook listener stopped with an error."),
+        Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),
+        _ => {}
+    }
+    eprintln!("routines daemon: stopped");
+    Ok(())
+}
+
+/// The file triggers of enabled routines: those on events, those polled,
+/// and the shortest poll interval.
+fn watch_specs(routines: &[Arc<Routine>]) -> (Vec<WatchSpec>, Vec<WatchSpec>, Duration) {
+    let (mut evented, mut polled) = (Vec::new(), Vec::new());
+    let mut interval = Duration::from_secs(2);
+    let mut polls = false;
+    for r in routines.iter().filter(|r| r.spec.enabled) {
+        for f in r.spec.triggers.iter().filter_map(|t| t.file.as_ref()) {
+            let spec = WatchSpec {
+                routine: r.name.clone(),
+                patterns: f.paths.clone(),
+                events: f.events.clone(),
+                debounce: f.debounce.get(),
+            };
+            match f.poll {
+                Some(p) => {
+                    interval = if polls { interval.min(p.get()) } else { p.get() };
+                    polls = true;
+                    polled.push(spec);
+                }
+                None => evented.push(spec),
+            }
+        }
+    }
+    (evented, polled, interval.max(Duration::from_millis(100)))
+}
+
+/// Webhook routes of enabled routines, with their secrets read from the
+/// environment. A secret variable that is not set leaves the route
+/// refusing every request (and says so in the log).
+fn routes(routines: &[Arc<Routine>], env: &dyn Env) -> Vec<Route> {
+    let mut routes = Vec::new();
+    for r in routines.iter().filter(|r| r.spec.enabled) {
+        for w in r.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()) {
+            let read = |var: &str| {
+                env.var(var).unwrap_or_else(|| {
+                    tracing::error!(routine = %r.name, variable = var, "The webhook's secret variable is not set; the route refuses every request until it is.");
+                    String::new()
+                })
+            };
+            let auth = match (&w.secret_env, &w.token_env, w.auth) {
+                (Some(var), _, _) => webhook::Auth::Hmac(read(var)),
+                (None, Some(var), _) => webhook::Auth::Bearer(read(var)),
+                (None, None, Some(WebhookAuth::None)) => webhook::Auth::None,
+                // Refused at validation; never reached with a loaded routine.
+                (None, None, None) => webhook::Auth::Hmac(String::new()),
+            };
+            routes.push(Route { routine: r.name.clone(), path: w.path.clone(), auth });
+        }
+    }
+    routes
+}
+
+/// Webhook requests become fires, durably queued before the 202.
+struct DaemonIntake {
+    dispatcher: Arc<Dispatcher>,
+}
+
+#[async_trait::async_trait]
+impl Intake for DaemonIntake {
+    async fn enqueue(&self, routine: &str, request: WebhookRequest) -> Result<i64, IntakeError> {
+        let Some(r) = self.dispatcher.routine(routine) else {
+            return Err(IntakeError::Refused(format!("routine `{routine}` no longer exists")));
+        };
+        if !r.spec.enabled {
+            return Err(IntakeError::Refused(format!("routine `{routine}` is disabled")));
+        }
+        let context = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
+        let fire =
+            Fire { routine: routine.to_string(), kind: "webhook", scheduled_for: None, context, catch_up: false };
+        let dispatcher = self.dispatcher.clone();
+        let accepted = tokio::task::spawn_blocking(move || dispatcher.accept(fire))
+            .await
+            .map_err(|e| IntakeError::Unavailable(e.to_string()))?;
+        match accepted {
+            Ok(Accepted::Queued(id) | Accepted::Skipped(id)) => Ok(id),
+            Ok(Accepted::Duplicate) => Err(IntakeError::Unavailable("the fire was already recorded".into())),
+            Err(e) => Err(IntakeError::Unavailable(e.to_string())),
+        }
+    }
+
+    fn metrics(&self) -> String {
+        let d = &self.dispatcher;
+        d.metrics.render(&d.engine.store, d.queue_depth(), d.executing())
+    }
+}
+
+/// Watches the routine folder and the config file; after a quiet
+/// [`RELOAD_DEBOUNCE`] it loads them again and sends the result.
+fn watch_routine_files(config: &Config, signals: UnboundedSender<Signal>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher as _;
+    let (tx, mut rx) = unbounded_channel::<()>();
+    let config_file = config.file.clone();
+    let routines_dir = std::path::absolute(&config.routines_dir).unwrap_or_else(|_| config.routines_dir.clone());
+    let relevant = move |p: &std::path::Path| {
+        Some(p) == config_file.as_deref()
+            || (p.parent() == Some(routines_dir.as_path()) && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+    };
+    let mut watcher = match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(event) = res {
+            if !event.kind.is_access() && event.paths.iter().any(|p| relevant(p)) {
+                let _ = tx.send(());
+            }
+        }
+    }) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!(error = %e, "Cannot watch routine files; restart the daemon to apply changes.");
+            return None;
+        }
+    };
+    let mut dirs: Vec<PathBuf> = vec![config.routines_dir.clone()];
+    if let Some(dir) = config.file.as_ref().and_then(|f| f.parent()) {
+        dirs.push(dir.to_path_buf());
+    }
+    for dir in &dirs {
+        if dir.is_dir() {
+            if let Err(e) = watcher.watch(dir, notify::RecursiveMode::NonRecursive) {
+                tracing::warn!(folder = %dir.display(), error = %e, "Cannot watch a folder for routine changes.");
+            }
+        }
+    }
+    let file = config.file.clone();
+    let cwd = config.file.as_ref().and_then(|f| f.parent()).map(PathBuf::from).unwrap_or_default();
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            // Quiet period: take every event until none comes for a while.
+            while let Ok(Some(())) = tokio::time::timeout(RELOAD_DEBOUNCE, rx.recv()).await {}
+            let loaded = match config::load(file.as_deref(), &cwd, &ProcessEnv) {
+                Ok(config) => {
+                    let inline = config.source.as_ref().map(|s| (config.inline_routines.as_slice(), s));
+                    load_all(&config, inline, &Registry::builtin().names())
+                }
+                Err(e) => {
+                    tracing::warn!("The config file is invalid; keeping every routine as it was:\n{e}");
+                    continue;
+                }
+            };
+            if signals.send(Signal::Reload(loaded)).is_err() {
+                return;
+            }
+        }
+    });
+    Some(watcher)
+}

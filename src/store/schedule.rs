@@ -1,0 +1,309 @@
+//! What the daemon keeps across restarts: the last scheduled instant of each
+//! routine, fires claimed exactly once, the durable queue of fires waiting
+//! to start, and the instants that were skipped or missed, with the reason.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, params};
+
+use super::runs::{RUN_COLUMNS, run_from_row};
+use super::{RunRow, Store, StoreError, opt_time_column, time_column, to_db_time};
+
+/// Why a run was skipped or interrupted (column `reason`).
+pub mod reason {
+    /// Skipped: a run of the routine was still active (`overlap: skip`, or
+    /// `queue` with one already waiting).
+    pub const OVERLAP: &str = "overlap";
+    /// Skipped: the instant passed while the daemon was down or the machine
+    /// slept, and `catch_up` did not run it.
+    pub const MISSED: &str = "missed";
+    /// Skipped or interrupted: a newer fire replaced it (`overlap: replace`).
+    pub const REPLACED: &str = "replaced";
+    /// Interrupted: the process running it died.
+    pub const CRASH: &str = "crash";
+    /// Interrupted: the daemon stopped and its grace period ran out.
+    pub const SHUTDOWN: &str = "shutdown";
+}
+
+/// Whether an interrupted fire of `routine`, at `attempt`, scheduled for
+/// the instant (if any), may run again.
+pub type RetryDecision<'a> = dyn Fn(&str, u32, Option<DateTime<Utc>>) -> bool + 'a;
+
+/// A fire to claim with [`Store::claim_fire`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewFire<'a> {
+    pub routine: &'a str,
+    /// `cron`, `every`, `at`, `file`, `webhook`, `manual`.
+    pub trigger: &'a str,
+    /// The instant, for time triggers: the identity of the fire.
+    pub scheduled_for: Option<DateTime<Utc>>,
+    /// JSON of the trigger context (file path, webhook request, ...).
+    pub context: &'a str,
+    /// The run may not start before this (jitter).
+    pub not_before: Option<DateTime<Utc>>,
+}
+
+/// A queued run, as the daemon needs it to start it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedRun {
+    pub run: RunRow,
+    pub context: Option<String>,
+    pub attempt: u32,
+    pub not_before: Option<DateTime<Utc>>,
+}
+
+/// Skipped and missed instants of one routine, for `routines list`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SkipCounts {
+    pub skipped: u64,
+    pub missed: u64,
+}
+
+impl Store {
+    /// The newest instant of `routine` that was fired or recorded as missed.
+    pub fn last_scheduled(&self, routine: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.with_conn(|c| {
+            c.query_row("SELECT last_scheduled FROM schedule_state WHERE routine = ?1", [routine], |r| {
+                time_column(r, 0)
+            })
+            .optional()
+        })
+    }
+
+    /// Persists the newest handled instant; never moves it backwards.
+    pub fn set_last_scheduled(&self, routine: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "INSERT INTO schedule_state (routine, last_scheduled, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (routine) DO UPDATE SET last_scheduled = MAX(last_scheduled, excluded.last_scheduled),
+                     updated_at = excluded.updated_at",
+                params![routine, to_db_time(at), to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Claims a fire: records it as a `queued` run owned by this process.
+    /// `Ok(None)` when the instant was already claimed (UNIQUE(routine,
+    /// scheduled_for)): it must not run again.
+    pub fn claim_fire(&self, fire: &NewFire<'_>) -> Result<Option<i64>, StoreError> {
+        let now = to_db_time(Utc::now());
+        self.with_conn(|c| {
+            c.query_row(
+                "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context, pid,
+                                   not_before)
+                 VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)
+                 ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                params![
+                    fire.routine,
+                    fire.trigger,
+                    fire.scheduled_for.map(to_db_time),
+                    now,
+                    fire.context,
+                    std::process::id(),
+                    fire.not_before.map(to_db_time),
+                ],
+                |r| r.get(0),
+            )
+            .optional()
+        })
+    }
+
+    /// Records instants that will not run as `skipped` runs with `reason`
+    /// and `message`, and moves the routine's last scheduled instant to the
+    /// newest of them, in one transaction. Instants already recorded are
+    /// left as they are. Returns how many rows were added.
+    pub fn record_skipped(
+        &self,
+        routine: &str,
+        trigger: &str,
+        instants: &[DateTime<Utc>],
+        reason: &str,
+        message: &str,
+    ) -> Result<usize, StoreError> {
+        let now = to_db_time(Utc::now());
+        self.with_conn(|c| {
+            let tx = c.unchecked_transaction()?;
+            let mut added = 0;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, finished_at, error,
+                                       reason)
+                     VALUES ('routine', ?1, ?2, ?3, 'skipped', ?4, ?4, ?5, ?6)
+                     ON CONFLICT (routine, scheduled_for) DO NOTHING",
+                )?;
+                for at in instants {
+                    added += stmt.execute(params![routine, trigger, to_db_time(*at), now, message, reason])?;
+                }
+            }
+            if let Some(newest) = instants.iter().max() {
+                tx.execute(
+                    "INSERT INTO schedule_state (routine, last_scheduled, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (routine) DO UPDATE SET
+                         last_scheduled = MAX(last_scheduled, excluded.last_scheduled), updated_at = excluded.updated_at",
+                    params![routine, to_db_time(*newest), now],
+                )?;
+            }
+            tx.commit()?;
+            Ok(added)
+        })
+    }
+
+    /// Counts missed instants that got no row of their own (a gap longer
+    /// than the daemon records one by one).
+    pub fn add_unrecorded_missed(&self, routine: &str, count: u64, newest: DateTime<Utc>) -> Result<(), StoreError> {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.with_conn(|c| {
+            c.execute(
+                "INSERT INTO schedule_state (routine, last_scheduled, missed_unrecorded, updated_at)
+                 VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (routine) DO UPDATE SET missed_unrecorded = missed_unrecorded + excluded.missed_unrecorded,
+                     last_scheduled = MAX(last_scheduled, excluded.last_scheduled), updated_at = excluded.updated_at",
+                params![routine, to_db_time(newest), count, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Skipped (overlap, replaced) and missed instants per routine.
+    pub fn skip_counts(&self) -> Result<HashMap<String, SkipCounts>, StoreError> {
+        self.with_conn(|c| {
+            let mut counts: HashMap<String, SkipCounts> = HashMap::new();
+            let mut stmt = c.prepare(
+                "SELECT routine, reason, COUNT(*) FROM runs
+                 WHERE status = 'skipped' AND routine IS NOT NULL GROUP BY routine, reason",
+            )?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?)))?;
+            for row in rows {
+                let (routine, why, n) = row?;
+                let n = u64::try_from(n).unwrap_or(0);
+                let entry = counts.entry(routine).or_default();
+                if why.as_deref() == Some(reason::MISSED) {
+                    entry.missed += n;
+                } else {
+                    entry.skipped += n;
+                }
+            }
+            let mut stmt =
+                c.prepare("SELECT routine, missed_unrecorded FROM schedule_state WHERE missed_unrecorded > 0")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            for row in rows {
+                let (routine, n) = row?;
+                counts.entry(routine).or_default().missed += u64::try_from(n).unwrap_or(0);
+            }
+            Ok(counts)
+        })
+    }
+
+    /// Queued fires (not manual runs) whose process is gone or is this one:
+    /// they become this process's, oldest first. Used when the daemon
+    /// starts; the lock on the data folder means no other daemon owns them.
+    pub fn adopt_queued(&self) -> Result<Vec<QueuedRun>, StoreError> {
+        self.with_conn(|c| {
+            let tx = c.unchecked_transaction()?;
+            tx.execute(
+                "UPDATE runs SET pid = ?1 WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine'",
+                [std::process::id()],
+            )?;
+            let queued = {
+                let mut stmt = tx.prepare(&format!(
+                    "SELECT {RUN_COLUMNS}, trigger_context, attempt, not_before FROM runs
+                     WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine' ORDER BY id"
+                ))?;
+                let rows = stmt.query_map([], queued_from_row)?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+            };
+            tx.commit()?;
+            Ok(queued)
+        })
+    }
+
+    /// The queued run `id`, if it is still queued.
+    pub fn queued_run(&self, id: i64) -> Result<Option<QueuedRun>, StoreError> {
+        self.with_conn(|c| {
+            c.query_row(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, trigger_context, attempt, not_before FROM runs
+                     WHERE id = ?1 AND status = 'queued'"
+                ),
+                [id],
+                queued_from_row,
+            )
+            .optional()
+        })
+    }
+
+    /// Interrupted fires (crash or shutdown) that `retry` allows again:
+    /// `attempts_left(routine, attempt, scheduled_for)` decides. Each one
+    /// allowed is queued again as the next attempt of the same run (its
+    /// instant stays claimed); returns their ids.
+    pub fn requeue_interrupted(&self, attempts_left: &RetryDecision<'_>) -> Result<Vec<i64>, StoreError> {
+        let candidates: Vec<(i64, String, u32, Option<DateTime<Utc>>)> = self.with_conn(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, routine, attempt, scheduled_for FROM runs
+                 WHERE status = 'interrupted' AND reason IN ('crash', 'shutdown') AND kind = 'routine'
+                   AND trigger != 'manual' AND routine IS NOT NULL",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, opt_time_column(r, 3)?)))?;
+            rows.collect()
+        })?;
+        let mut requeued = Vec::new();
+        for (id, routine, attempt, scheduled_for) in candidates {
+            let again = attempts_left(&routine, attempt, scheduled_for);
+            self.with_conn(|c| {
+                if again {
+                    c.execute(
+                        "UPDATE runs SET status = 'queued', attempt = attempt + 1, reason = NULL, finished_at = NULL,
+                                started_at = NULL, pid = ?2,
+                                error = 'attempt ' || attempt || ' was interrupted (' || reason || '); queued again'
+                         WHERE id = ?1",
+                        params![id, std::process::id()],
+                    )
+                } else {
+                    // Handled: it stays interrupted, and is not looked at again.
+                    c.execute("UPDATE runs SET reason = reason || ', not retried' WHERE id = ?1", [id])
+                }
+            })?;
+            if again {
+                requeued.push(id);
+            }
+        }
+        Ok(requeued)
+    }
+
+    /// Marks a run `interrupted` with `reason` and `error`, if it has not
+    /// ended yet.
+    pub fn interrupt_run(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "UPDATE runs SET status = 'interrupted', reason = ?2, error = ?3, finished_at = ?4
+                 WHERE id = ?1 AND status IN ('queued', 'running')",
+                params![id, reason, error, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Marks a queued run `skipped` with `reason` and `error`.
+    pub fn skip_queued(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "UPDATE runs SET status = 'skipped', reason = ?2, error = ?3, finished_at = ?4
+                 WHERE id = ?1 AND status = 'queued'",
+                params![id, reason, error, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+}
+
+fn queued_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRun> {
+    Ok(QueuedRun {
+        run: run_from_row(row)?,
+        context: row.get(14)?,
+        attempt: row.get(15)?,
+        not_before: opt_time_column(row, 16)?,
+    })
+}
