@@ -42,6 +42,7 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
     let templates = Templates::new(&config.templates_dir);
     let mut out = LoadedRoutines::default();
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut hooks: BTreeMap<String, String> = BTreeMap::new();
     let mut candidates: Vec<(RoutineFile, Locator)> = Vec::new();
 
     if let Some((list, source)) = inline {
@@ -82,6 +83,25 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
             continue;
         }
         seen.insert(routine.name.clone(), at.source.file.clone());
+        let mut clash = false;
+        for (i, t) in routine.spec.triggers.iter().enumerate() {
+            let Some(w) = &t.webhook else { continue };
+            if let Some(other) = hooks.get(&w.path) {
+                let idx = i.to_string();
+                let (line, col) = at.locate(&["on", &idx, "webhook", "path"]);
+                out.diagnostics.push(
+                    Diagnostic::new(&at.source.file, line, col, format!("webhook path `{}` is used twice", w.path))
+                        .with_hint(format!("routine `{other}` already listens on it; give each webhook its own path")),
+                );
+                clash = true;
+            }
+        }
+        if clash {
+            continue;
+        }
+        for w in routine.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()) {
+            hooks.insert(w.path.clone(), routine.name.clone());
+        }
         out.routines.push(routine);
     }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
@@ -569,6 +589,12 @@ fn check_trigger(
             diags.push(
                 at.error(&wpath, format!("webhook path `{}` must start with /", w.path))
                     .with_hint("e.g. /hooks/deploy"),
+            );
+        }
+        if crate::daemon::webhook::RESERVED_PATHS.contains(&w.path.as_str()) {
+            diags.push(
+                at.error(&wpath, format!("webhook path `{}` is reserved by the daemon's listener", w.path))
+                    .with_hint("/healthz and /metrics answer GET; use a path like /hooks/NAME"),
             );
         }
         if w.secret_env.is_none() && w.token_env.is_none() && w.auth.is_none() {

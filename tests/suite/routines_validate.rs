@@ -242,6 +242,11 @@ const CASES: &[(&str, &str, &str)] = &[
         "routines/file-path-variable.yaml:3:31: template `deliver[0].file.path` uses `nmae`, which is not defined\n  help: templates can use: routine, trigger, now, vars, run, output, status, error\n",
     ),
     (
+        "webhook-reserved",
+        "prompt: hi\non:\n  - webhook: { path: /metrics, auth: none }\n",
+        "routines/webhook-reserved.yaml:3:22: webhook path `/metrics` is reserved by the daemon's listener\n  help: /healthz and /metrics answer GET; use a path like /hooks/NAME\n",
+    ),
+    (
         "yaml-syntax",
         "prompt: hi\ndeliver: [ { file: { path: x.md }\n",
         "routines/yaml-syntax.yaml:3:1: invalid YAML: while parsing a flow mapping, did not find expected ',' or '}'\n  help: check the indentation, quotes and brackets on this line and the ones before it\n",
@@ -292,6 +297,19 @@ fn a_duplicate_name_is_reported_in_the_second_file() {
     // The first definition still works.
     let o = p.run(&["list", "--json"]);
     assert_eq!(o.json()[0]["name"], "report");
+}
+
+#[test]
+fn a_webhook_path_used_twice_is_reported_in_the_second_routine() {
+    let p = Project::offline();
+    p.write("routines/a.yaml", "prompt: hi\non:\n  - webhook: { path: /hooks/x, auth: none }\n")
+        .write("routines/b.yaml", "prompt: hi\non:\n  - every: 1h\n  - webhook: { path: /hooks/x, token_env: T }\n");
+    let o = p.run(&["validate"]);
+    assert_eq!((o.code, o.stderr.as_str()), (2, "error: 1 problem found\n"));
+    assert_eq!(
+        o.stdout,
+        "routines/b.yaml:4:22: webhook path `/hooks/x` is used twice\n  help: routine `a` already listens on it; give each webhook its own path\n"
+    );
 }
 
 #[test]
