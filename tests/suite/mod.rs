@@ -2,6 +2,7 @@ mod agent;
 mod agent_tools;
 mod chat;
 mod config_cli;
+mod daemon_process;
 mod daemon_schedule;
 mod examples;
 mod http;
