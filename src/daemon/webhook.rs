@@ -307,15 +307,21 @@ async fn webhook(State(state): State<AppState>, request: Request) -> Response {
     }
 
     let limit = state.settings.body_limit;
-    let (parts, body) = request.into_parts();
-    if content_length(&parts.headers).is_some_and(|length| length > limit as u64) {
+    let (parts, mut body) = request.into_parts();
+    if let Some(length) = content_length(&parts.headers).filter(|length| *length > limit as u64) {
         tracing::info!(routine, %path, limit, "Webhook request refused: declared body too large.");
+        // A body left unread makes the kernel reset the connection, and the
+        // client may see that instead of the 413: read moderate ones first.
+        if length <= DRAIN_CAP {
+            drain(&mut body).await;
+        }
         return too_large(limit);
     }
-    let body = match read_body(body, limit).await {
+    let body = match read_body(&mut body, limit).await {
         Ok(body) => body,
         Err(ReadError::TooLarge) => {
             tracing::info!(routine, %path, limit, "Webhook request refused: body too large.");
+            drain(&mut body).await;
             return too_large(limit);
         }
         Err(ReadError::Failed(error)) => {
@@ -388,10 +394,31 @@ enum ReadError {
     Failed(axum::Error),
 }
 
+/// Bodies declared larger than the limit but at most this large are read and
+/// dropped before the 413 is sent; larger ones are refused at once.
+const DRAIN_CAP: u64 = 8 * 1024 * 1024;
+
+/// Reads and drops the rest of a refused body: up to [`DRAIN_CAP`] bytes and
+/// 5 seconds, whichever comes first.
+async fn drain(body: &mut Body) {
+    let read = async {
+        let mut seen: u64 = 0;
+        while let Some(Ok(frame)) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
+            if let Ok(data) = frame.into_data() {
+                seen += data.len() as u64;
+                if seen > DRAIN_CAP {
+                    return;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), read).await;
+}
+
 /// Reads the whole body, stopping as soon as it grows past `limit` bytes.
-async fn read_body(mut body: Body, limit: usize) -> Result<Vec<u8>, ReadError> {
+async fn read_body(body: &mut Body, limit: usize) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
-    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
         let Ok(data) = frame.map_err(ReadError::Failed)?.into_data() else {
             continue; // trailers
         };
