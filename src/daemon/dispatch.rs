@@ -118,67 +118,111 @@ impl Dispatcher {
     /// claims the fire in the database and starts its task. Returns once
     /// the fire is durably recorded.
     pub fn accept(self: &Arc<Self>, fire: Fire) -> Result<Accepted, StoreError> {
-        let Some(routine) = self.routine(&fire.routine) else {
-            return Err(StoreError::RunNotFound(0));
+        self.accept_many(vec![fire]).pop().unwrap_or(Err(StoreError::RunNotFound(0)))
+    }
+
+    /// [`Dispatcher::accept`] for many fires, claimed in one transaction:
+    /// one commit for all the fires of a tick or a batch of webhook
+    /// requests. Results are in the order of `fires`; a fire sees the
+    /// earlier fires of the batch as active runs of its routine.
+    pub fn accept_many(self: &Arc<Self>, fires: Vec<Fire>) -> Vec<Result<Accepted, StoreError>> {
+        let mut results: Vec<Option<Result<Accepted, StoreError>>> = (0..fires.len()).map(|_| None).collect();
+        let Ok(mut active) = self.active.lock() else {
+            return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
+        let mut planned: Vec<Planned> = Vec::new();
+        for (i, fire) in fires.iter().enumerate() {
+            let Some(routine) = self.routine(&fire.routine) else {
+                results[i] = Some(Err(StoreError::RunNotFound(0)));
+                continue;
+            };
+            let entry = active.entry(routine.name.clone()).or_default();
+            let planned_here: Vec<&Cancel> =
+                planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
+            let waiting = entry.waiting.len() + planned_here.len();
+            let busy = !entry.running.is_empty() || waiting > 0;
+            let skip_why = match routine.spec.overlap {
+                _ if fire.catch_up => None,
+                Overlap::Skip if busy => {
+                    Some(format!("a run of `{}` was still active (overlap: skip); this fire was skipped", routine.name))
+                }
+                Overlap::Queue if waiting > 0 => Some(format!(
+                    "a run of `{}` was already waiting (overlap: queue keeps at most one); this fire was skipped",
+                    routine.name
+                )),
+                _ => None,
+            };
+            if let Some(why) = skip_why {
+                results[i] = Some(
+                    self.record_skip(&routine, fire, &why).map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)),
+                );
+                continue;
+            }
+            if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
+                let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
+                for cancel in entry.running.values().chain(entry.waiting.iter().map(|(_, c)| c)).chain(planned_here) {
+                    cancel.cancel(reason::REPLACED, why.clone());
+                }
+            }
+            let not_before = self.jittered(&routine, fire.scheduled_for);
+            planned.push((i, routine, not_before, Cancel::default(), fire.context.to_string()));
+        }
+        let claims: Vec<NewFire<'_>> = planned
+            .iter()
+            .map(|(i, routine, not_before, _, context)| NewFire {
+                routine: &routine.name,
+                trigger: fires[*i].kind,
+                scheduled_for: fires[*i].scheduled_for,
+                context,
+                not_before: *not_before,
+            })
+            .collect();
+        let claimed = match self.engine.store.claim_fires(&claims) {
+            Ok(ids) => ids,
+            Err(e) => {
+                drop(active);
+                let message = e.to_string();
+                for (i, ..) in &planned {
+                    results[*i] = Some(Err(StoreError::Batch(message.clone())));
+                }
+                return results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect();
+            }
+        };
+        drop(claims);
+        let mut start = Vec::new();
+        for ((i, routine, not_before, cancel, _), id) in planned.into_iter().zip(claimed) {
+            let Some(run_id) = id else {
+                results[i] = Some(Ok(Accepted::Duplicate));
+                continue;
+            };
+            active.entry(routine.name.clone()).or_default().waiting.push((run_id, cancel.clone()));
+            let fire = &fires[i];
+            let trigger = TriggerInfo {
+                kind: fire.kind.into(),
+                scheduled_for: fire.scheduled_for,
+                context: fire.context.clone(),
+            };
+            start.push((QueuedFire { run_id, routine: routine.name.clone(), trigger, attempt: 1, not_before }, cancel));
+            results[i] = Some(Ok(Accepted::Queued(run_id)));
+        }
+        drop(active);
+        self.accepted.fetch_add(start.len() as u64, Ordering::Relaxed);
+        for (fire, cancel) in start {
+            self.spawn(fire, cancel);
+        }
+        results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect()
+    }
+
+    /// The earliest start of a fire: its instant (or now) plus a random
+    /// delay in `[0, jitter]`; `None` without jitter.
+    fn jittered(&self, routine: &Routine, scheduled_for: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
         let jitter = routine.spec.jitter.get();
-        let not_before = (!jitter.is_zero()).then(|| {
+        (!jitter.is_zero()).then(|| {
             let ms = u64::try_from(jitter.as_millis()).unwrap_or(u64::MAX);
             let delay = rand::random_range(0..=ms);
-            let base = fire.scheduled_for.unwrap_or_else(|| self.clock.now());
+            let base = scheduled_for.unwrap_or_else(|| self.clock.now());
             base + chrono::Duration::milliseconds(i64::try_from(delay).unwrap_or(i64::MAX))
-        });
-        let context = fire.context.to_string();
-        let mut active = self.active.lock().map_err(|_| StoreError::Poisoned)?;
-        let entry = active.entry(routine.name.clone()).or_default();
-        let busy = !entry.running.is_empty() || !entry.waiting.is_empty();
-        let skip_why = match routine.spec.overlap {
-            _ if fire.catch_up => None,
-            Overlap::Skip if busy => {
-                Some(format!("a run of `{}` was still active (overlap: skip); this fire was skipped", routine.name))
-            }
-            Overlap::Queue if !entry.waiting.is_empty() => Some(format!(
-                "a run of `{}` was already waiting (overlap: queue keeps at most one); this fire was skipped",
-                routine.name
-            )),
-            _ => None,
-        };
-        if let Some(why) = skip_why {
-            let id = self.record_skip(&routine, &fire, &why)?;
-            return Ok(id.map_or(Accepted::Duplicate, Accepted::Skipped));
-        }
-        let claimed = self.engine.store.claim_fire(&NewFire {
-            routine: &routine.name,
-            trigger: fire.kind,
-            scheduled_for: fire.scheduled_for,
-            context: &context,
-            not_before,
-        })?;
-        let Some(run_id) = claimed else {
-            return Ok(Accepted::Duplicate);
-        };
-        if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
-            let why = format!("replaced by run {run_id}, a newer fire of `{}` (overlap: replace)", routine.name);
-            for cancel in entry.running.values() {
-                cancel.cancel(reason::REPLACED, why.clone());
-            }
-            for (_, cancel) in &entry.waiting {
-                cancel.cancel(reason::REPLACED, why.clone());
-            }
-        }
-        let cancel = Cancel::default();
-        entry.waiting.push((run_id, cancel.clone()));
-        drop(active);
-        self.accepted.fetch_add(1, Ordering::Relaxed);
-        let queued = QueuedFire {
-            run_id,
-            routine: routine.name.clone(),
-            trigger: TriggerInfo { kind: fire.kind.into(), scheduled_for: fire.scheduled_for, context: fire.context },
-            attempt: 1,
-            not_before,
-        };
-        self.spawn(queued, cancel);
-        Ok(Accepted::Queued(run_id))
+        })
     }
 
     /// Starts the tasks of fires an earlier daemon queued.
@@ -383,6 +427,10 @@ impl Dispatcher {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(10), self.none_executing()).await;
     }
 }
+
+/// A fire of a batch about to be claimed: its index in the batch, its
+/// routine, `not_before`, its cancellation and its context as JSON text.
+type Planned = (usize, Arc<Routine>, Option<DateTime<Utc>>, Cancel, String);
 
 /// A fire with its run, waiting for its turn.
 #[derive(Debug, Clone)]

@@ -157,32 +157,88 @@ impl Scheduler {
         None
     }
 
-    /// Handles every routine whose next instant has come.
+    /// Handles every routine whose next instant has come: missed instants
+    /// recorded, the fires of all routines claimed in one transaction, the
+    /// newest handled instants persisted in another.
     pub fn tick(&mut self) {
         let now = self.clock.now();
+        let mut due: Vec<(Arc<Routine>, u64)> = Vec::new();
         while let Some(at) = self.next_instant() {
             if at > now {
                 break;
             }
             let Some(Reverse((_, name, generation))) = self.heap.pop() else { break };
-            let Some(routine) = self.dispatcher.routine(&name) else { continue };
-            let since = self.handled.get(&name).copied().unwrap_or(now);
-            if let Err(e) = self.handle_due(&routine, since, now) {
-                tracing::error!(routine = %name, error = %e, "Could not record the fires of a routine; retrying in a minute.");
-                let retry = now + chrono::Duration::seconds(60);
-                self.heap.push(Reverse((retry, name, generation)));
+            if let Some(routine) = self.dispatcher.routine(&name) {
+                due.push((routine, generation));
+            }
+        }
+        if due.is_empty() {
+            return;
+        }
+        let mut fires = Vec::new();
+        let mut handled: Vec<(String, DateTime<Utc>)> = Vec::new();
+        let mut ok: Vec<(Arc<Routine>, u64)> = Vec::new();
+        for (routine, generation) in due {
+            let since = self.handled.get(&routine.name).copied().unwrap_or(now);
+            let p = plan::plan(&routine, since, now);
+            if let Err(e) = self.record_missed(&routine, &p) {
+                tracing::error!(routine = %routine.name, error = %e, "Could not record missed instants; retrying in a minute.");
+                self.heap.push(Reverse((now + chrono::Duration::seconds(60), routine.name.clone(), generation)));
                 continue;
             }
-            self.handled.insert(name.clone(), now);
+            let catch_up = p.fire.len() > 1;
+            for instant in &p.fire {
+                fires.push(Fire {
+                    routine: routine.name.clone(),
+                    kind: instant.kind,
+                    scheduled_for: Some(instant.at),
+                    context: json!({}),
+                    catch_up,
+                });
+            }
+            if let Some(newest) = p.newest {
+                handled.push((routine.name.clone(), newest));
+            }
+            ok.push((routine, generation));
+        }
+        let instants: Vec<(String, DateTime<Utc>)> =
+            fires.iter().map(|f| (f.routine.clone(), f.scheduled_for.unwrap_or(now))).collect();
+        let mut failed: Vec<String> = Vec::new();
+        for ((name, at), result) in instants.iter().zip(self.dispatcher.accept_many(fires)) {
+            match result {
+                Ok(dispatch::Accepted::Duplicate) => {
+                    tracing::debug!(routine = %name, %at, "Instant already claimed; not run again.")
+                }
+                Ok(dispatch::Accepted::Queued(id) | dispatch::Accepted::Skipped(id)) => {
+                    tracing::debug!(routine = %name, run_id = id, %at, "Fired.")
+                }
+                Err(e) => {
+                    tracing::error!(routine = %name, %at, error = %e, "Could not claim a fire; retrying in a minute.");
+                    failed.push(name.clone());
+                }
+            }
+        }
+        handled.retain(|(name, _)| !failed.contains(name));
+        let rows: Vec<(&str, DateTime<Utc>)> = handled.iter().map(|(n, at)| (n.as_str(), *at)).collect();
+        if let Err(e) = self.dispatcher.engine.store.set_last_scheduled_many(&rows) {
+            // The claims hold: a restart sees these instants again and the
+            // UNIQUE claim refuses them.
+            tracing::error!(error = %e, "Could not persist the last scheduled instants.");
+        }
+        for (routine, generation) in ok {
+            if failed.contains(&routine.name) {
+                self.heap.push(Reverse((now + chrono::Duration::seconds(60), routine.name.clone(), generation)));
+                continue;
+            }
+            self.handled.insert(routine.name.clone(), now);
             if let Some(next) = plan::next_after(&routine, now) {
-                self.heap.push(Reverse((next, name, generation)));
+                self.heap.push(Reverse((next, routine.name.clone(), generation)));
             }
         }
     }
 
-    fn handle_due(&self, routine: &Routine, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), StoreError> {
+    fn record_missed(&self, routine: &Routine, p: &plan::Plan) -> Result<(), StoreError> {
         let store = &self.dispatcher.engine.store;
-        let p = plan::plan(routine, since, now);
         if !p.missed.is_empty() {
             let policy = match routine.spec.catch_up {
                 crate::routine::CatchUp::Latest => "catch_up: latest runs only the most recent missed instant",
@@ -206,27 +262,6 @@ impl Scheduler {
             if let Some(newest) = p.newest {
                 store.add_unrecorded_missed(&routine.name, p.unrecorded, newest)?;
             }
-        }
-        let catch_up = p.fire.len() > 1;
-        for instant in &p.fire {
-            let fire = Fire {
-                routine: routine.name.clone(),
-                kind: instant.kind,
-                scheduled_for: Some(instant.at),
-                context: json!({}),
-                catch_up,
-            };
-            match self.dispatcher.accept(fire)? {
-                dispatch::Accepted::Duplicate => {
-                    tracing::debug!(routine = %routine.name, at = %instant.at, "Instant already claimed; not run again.")
-                }
-                dispatch::Accepted::Queued(id) | dispatch::Accepted::Skipped(id) => {
-                    tracing::debug!(routine = %routine.name, run_id = id, at = %instant.at, "Fired.")
-                }
-            }
-        }
-        if let Some(newest) = p.newest {
-            store.set_last_scheduled(&routine.name, newest)?;
         }
         Ok(())
     }
@@ -280,8 +315,7 @@ impl Scheduler {
         for d in &loaded.diagnostics.0 {
             tracing::debug!("{d}");
         }
-        let names: Vec<&str> = next.iter().map(|r| r.name.as_str()).collect();
-        tracing::info!(routines = names.len(), "Routines reloaded: {}.", names.join(", "));
+        tracing::info!(routines = next.len(), "Routines reloaded.");
         if let Err(e) = self.set_routines(next) {
             tracing::error!(error = %e, "Could not apply the reloaded routines.");
         }

@@ -108,7 +108,8 @@ pub fn instants(routine: &Routine, after: DateTime<Utc>, until: DateTime<Utc>, k
                     }
                 }
             }
-            TimeTrigger::Cron { cron, zone, .. } => {
+            TimeTrigger::Cron { zone, .. } => {
+                let Some(cron) = t.cron() else { continue };
                 let mut from = after.with_timezone(zone);
                 let mut found: Vec<Instant> = Vec::new();
                 let mut count: u64 = 0;

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{self, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::clock::Clock;
@@ -18,6 +19,7 @@ use super::{DaemonError, Scheduler, Signal};
 use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
 use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
+use crate::store::StoreError;
 use crate::tools::Registry;
 
 /// How long routine files must be quiet before they are reloaded.
@@ -77,7 +79,8 @@ pub async fn run(
         rate_per_second: config.server.rate_limit,
         burst: config.server.rate_burst,
     };
-    let intake: Arc<dyn Intake> = Arc::new(DaemonIntake { dispatcher: dispatcher.clone() });
+    let intake: Arc<dyn Intake> =
+        Arc::new(DaemonIntake { dispatcher: dispatcher.clone(), writer: start_writer(dispatcher.clone()) });
     let server_stop = CancellationToken::new();
     let server = {
         let stop = server_stop.clone();
@@ -96,14 +99,12 @@ pub async fn run(
         table.replace(routes(&list, &ProcessEnv));
     }));
 
-    let names: Vec<&str> = routines.iter().map(|r| r.name.as_str()).collect();
     tracing::info!(
-        routines = names.len(),
+        routines = routines.len(),
         listen = %address,
-        "Daemon started: {}; webhooks, /healthz and /metrics on http://{address}.",
-        if names.is_empty() { "no routines".to_string() } else { names.join(", ") }
+        "Daemon started; webhooks, /healthz and /metrics on http://{address}."
     );
-    eprintln!("routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C", names.len());
+    eprintln!("routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C", routines.len());
 
     scheduler.run_loop(signals_rx, stop).await;
 
@@ -174,9 +175,49 @@ fn routes(routines: &[Arc<Routine>], env: &dyn Env) -> Vec<Route> {
     routes
 }
 
+/// A fire waiting to be claimed by the writer, and where its result goes.
+type Claim = (Fire, oneshot::Sender<Result<Accepted, StoreError>>);
+
+/// Most fires claimed in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// Webhook fires are claimed by one writer task: everything that arrived
+/// while the previous batch was being committed goes in the next
+/// transaction, so a burst costs one commit per batch, not per request.
+fn start_writer(dispatcher: Arc<Dispatcher>) -> mpsc::Sender<Claim> {
+    let (tx, mut rx) = mpsc::channel::<Claim>(4 * MAX_BATCH);
+    tokio::spawn(async move {
+        while let Some(first) = rx.recv().await {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(claim) => batch.push(claim),
+                    Err(_) => break,
+                }
+            }
+            let (fires, replies): (Vec<Fire>, Vec<_>) = batch.into_iter().unzip();
+            let d = dispatcher.clone();
+            match tokio::task::spawn_blocking(move || d.accept_many(fires)).await {
+                Ok(results) => {
+                    for (result, reply) in results.into_iter().zip(replies) {
+                        let _ = reply.send(result);
+                    }
+                }
+                Err(e) => {
+                    for reply in replies {
+                        let _ = reply.send(Err(StoreError::Batch(format!("claiming fires failed: {e}"))));
+                    }
+                }
+            }
+        }
+    });
+    tx
+}
+
 /// Webhook requests become fires, durably queued before the 202.
 struct DaemonIntake {
     dispatcher: Arc<Dispatcher>,
+    writer: mpsc::Sender<Claim>,
 }
 
 #[async_trait::async_trait]
@@ -191,11 +232,10 @@ impl Intake for DaemonIntake {
         let context = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
         let fire =
             Fire { routine: routine.to_string(), kind: "webhook", scheduled_for: None, context, catch_up: false };
-        let dispatcher = self.dispatcher.clone();
-        let accepted = tokio::task::spawn_blocking(move || dispatcher.accept(fire))
-            .await
-            .map_err(|e| IntakeError::Unavailable(e.to_string()))?;
-        match accepted {
+        let (reply, result) = oneshot::channel();
+        let unavailable = || IntakeError::Unavailable("the daemon is stopping".into());
+        self.writer.send((fire, reply)).await.map_err(|_| unavailable())?;
+        match result.await.map_err(|_| unavailable())? {
             Ok(Accepted::Queued(id) | Accepted::Skipped(id)) => Ok(id),
             Ok(Accepted::Duplicate) => Err(IntakeError::Unavailable("the fire was already recorded".into())),
             Err(e) => Err(IntakeError::Unavailable(e.to_string())),

@@ -323,6 +323,10 @@ fn check(
         .iter()
         .find_map(|t| t.timezone.as_deref().and_then(|z| z.parse::<Tz>().ok()))
         .unwrap_or(config.timezone);
+    // A daemon may hold thousands of routines: no spare capacity.
+    let mut spec = spec;
+    spec.triggers.shrink_to_fit();
+    time_triggers.shrink_to_fit();
     Some(Routine { name, file: at.source.file.clone(), zone, spec, time_triggers })
 }
 
@@ -522,7 +526,7 @@ fn check_trigger(
             return None;
         }
         match super::schedule::parse_cron(expr) {
-            Ok(cron) => return zone.map(|zone| TimeTrigger::Cron { expr: expr.clone(), cron: Box::new(cron), zone }),
+            Ok(_) => return zone.map(|zone| TimeTrigger::Cron { expr: expr.clone(), zone }),
             Err(e) => {
                 let (why, hint) = super::schedule::explain_cron_error(expr, &e);
                 diags.push(at.error(&sub("cron"), format!("invalid cron expression `{expr}`: {why}")).with_hint(hint));

@@ -221,7 +221,13 @@ pub struct OnFailure {
 /// A time trigger, parsed.
 #[derive(Debug, Clone)]
 pub enum TimeTrigger {
-    Cron { expr: String, cron: Box<croner::Cron>, zone: Tz },
+    /// Kept as text and parsed when its instants are needed (it was checked
+    /// at load): a parsed `croner::Cron` holds about 5 KB, which matters to a
+    /// daemon with thousands of routines.
+    Cron {
+        expr: String,
+        zone: Tz,
+    },
     Every(std::time::Duration),
     At(chrono::DateTime<chrono::FixedOffset>),
 }
@@ -235,6 +241,16 @@ pub struct Routine {
     pub zone: Tz,
     pub spec: RoutineFile,
     pub time_triggers: Vec<TimeTrigger>,
+}
+
+impl TimeTrigger {
+    /// The parsed expression of a cron trigger.
+    pub fn cron(&self) -> Option<croner::Cron> {
+        match self {
+            TimeTrigger::Cron { expr, .. } => schedule::parse_cron(expr).ok(),
+            _ => None,
+        }
+    }
 }
 
 impl Routine {

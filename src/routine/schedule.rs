@@ -71,7 +71,8 @@ pub fn next_fires(routine: &Routine, after: DateTime<Utc>, n: usize) -> Vec<Fire
     let mut fires: Vec<Fire> = Vec::new();
     for t in &routine.time_triggers {
         match t {
-            TimeTrigger::Cron { cron, zone, .. } => {
+            TimeTrigger::Cron { zone, .. } => {
+                let Some(cron) = t.cron() else { continue };
                 let mut from = after.with_timezone(zone);
                 for _ in 0..n {
                     match cron.find_next_occurrence(&from, false) {

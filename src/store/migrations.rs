@@ -33,7 +33,8 @@ CREATE TABLE schedule_state (
 -- skipped: overlap | missed | replaced;  interrupted: crash | shutdown | replaced
 ALTER TABLE runs ADD COLUMN reason TEXT;
 ALTER TABLE runs ADD COLUMN not_before TEXT;
-CREATE INDEX runs_by_routine_status ON runs (routine, status);
+-- Same column as runs_status (v1); every index costs each claimed fire.
+DROP INDEX IF EXISTS runs_by_status;
 "#;
 
 /// What a routine run needs beyond a chat session: the rendered prompt, the

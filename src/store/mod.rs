@@ -69,6 +69,9 @@ pub enum StoreError {
     Poisoned,
     #[error("database operation failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A write done for several callers at once failed; each gets this.
+    #[error("{0}")]
+    Batch(String),
 }
 
 /// Handle to the database. Cheap to clone; clones share one connection.

@@ -73,41 +73,73 @@ impl Store {
 
     /// Persists the newest handled instant; never moves it backwards.
     pub fn set_last_scheduled(&self, routine: &str, at: DateTime<Utc>) -> Result<(), StoreError> {
-        self.with_conn(|c| {
-            c.execute(
-                "INSERT INTO schedule_state (routine, last_scheduled, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (routine) DO UPDATE SET last_scheduled = MAX(last_scheduled, excluded.last_scheduled),
-                     updated_at = excluded.updated_at",
-                params![routine, to_db_time(at), to_db_time(Utc::now())],
-            )
-        })?;
-        Ok(())
+        self.set_last_scheduled_many(&[(routine, at)])
     }
 
     /// Claims a fire: records it as a `queued` run owned by this process.
     /// `Ok(None)` when the instant was already claimed (UNIQUE(routine,
     /// scheduled_for)): it must not run again.
     pub fn claim_fire(&self, fire: &NewFire<'_>) -> Result<Option<i64>, StoreError> {
+        Ok(self.claim_fires(std::slice::from_ref(fire))?.pop().flatten())
+    }
+
+    /// [`Store::claim_fire`] for many fires in one transaction (one commit
+    /// for a whole tick or a batch of webhook requests).
+    pub fn claim_fires(&self, fires: &[NewFire<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
+        let now = to_db_time(Utc::now());
+        let pid = std::process::id();
+        self.with_conn(|c| {
+            let tx = c.unchecked_transaction()?;
+            let mut ids = Vec::with_capacity(fires.len());
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
+                                       pid, not_before)
+                     VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)
+                     ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                )?;
+                for fire in fires {
+                    let id: Option<i64> = stmt
+                        .query_row(
+                            params![
+                                fire.routine,
+                                fire.trigger,
+                                fire.scheduled_for.map(to_db_time),
+                                now,
+                                fire.context,
+                                pid,
+                                fire.not_before.map(to_db_time),
+                            ],
+                            |r| r.get(0),
+                        )
+                        .optional()?;
+                    ids.push(id);
+                }
+            }
+            tx.commit()?;
+            Ok(ids)
+        })
+    }
+
+    /// Persists the newest handled instant of several routines in one
+    /// transaction; never moves one backwards.
+    pub fn set_last_scheduled_many(&self, handled: &[(&str, DateTime<Utc>)]) -> Result<(), StoreError> {
         let now = to_db_time(Utc::now());
         self.with_conn(|c| {
-            c.query_row(
-                "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context, pid,
-                                   not_before)
-                 VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)
-                 ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
-                params![
-                    fire.routine,
-                    fire.trigger,
-                    fire.scheduled_for.map(to_db_time),
-                    now,
-                    fire.context,
-                    std::process::id(),
-                    fire.not_before.map(to_db_time),
-                ],
-                |r| r.get(0),
-            )
-            .optional()
-        })
+            let tx = c.unchecked_transaction()?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT INTO schedule_state (routine, last_scheduled, updated_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (routine) DO UPDATE SET
+                         last_scheduled = MAX(last_scheduled, excluded.last_scheduled), updated_at = excluded.updated_at",
+                )?;
+                for (routine, at) in handled {
+                    stmt.execute(params![routine, to_db_time(*at), now])?;
+                }
+            }
+            tx.commit()
+        })?;
+        Ok(())
     }
 
     /// Records instants that will not run as `skipped` runs with `reason`
