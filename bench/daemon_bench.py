@@ -62,10 +62,14 @@ class InstantModel(http.server.BaseHTTPRequestHandler):
     # delayed ACKs add 40 ms to every response on Linux.
     disable_nagle_algorithm = True
     requests = 0
+    # Seconds each answer waits (the webhook scenario sets it).
+    delay = 0.0
 
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         InstantModel.requests += 1
+        if InstantModel.delay:
+            time.sleep(InstantModel.delay)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(COMPLETION)))
@@ -418,7 +422,7 @@ def loadgen(host, port, path, conns, duration):
 
 def bench_webhook(binary, model_port, conns=64, duration=10.0, overlap="allow"):
     print(f"\n== webhook: {conns} keep-alive connections POSTing for {duration:.0f} s "
-          f"(overlap: {overlap}, max_concurrent_runs 4) ==", flush=True)
+          f"(overlap: {overlap}, max_concurrent_runs 4, model answers in {InstantModel.delay:g} s) ==", flush=True)
     routine = f"prompt: Say done.\noverlap: {overlap}\non:\n  - webhook: {{ path: /hooks/load, auth: none }}\n"
     config = ("server: { listen: 127.0.0.1:0, rate_limit: 1000000, rate_burst: 1000000 }\n"
               "limits: { max_concurrent_runs: 4, shutdown_grace: 1s }\n")
@@ -476,6 +480,9 @@ def main():
     ap.add_argument("--overlap", default="allow", choices=["allow", "skip", "queue", "replace"],
                     help="overlap of the webhook routine (allow: every request becomes a queued run)")
     ap.add_argument("--conns", type=int, default=64)
+    ap.add_argument("--model-delay", type=float, default=2.0,
+                    help="seconds the model takes per answer in the webhook scenario (a real model takes "
+                         "seconds; 0 makes 4 instant runs compete with the intake for the CPU)")
     ap.add_argument("--loadgen", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.loadgen:
@@ -497,6 +504,7 @@ def main():
     if args.only in (None, "burst"):
         burst = [bench_burst(binary, model_port, None), bench_burst(binary, model_port, 1000)]
     if args.only in (None, "webhook"):
+        InstantModel.delay = args.model_delay
         webhook = bench_webhook(binary, model_port, conns=args.conns, overlap=args.overlap)
     model.shutdown()
 

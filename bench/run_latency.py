@@ -86,6 +86,7 @@ def main():
     if not binary:
         subprocess.run(["cargo", "build", "--release", "--locked", "-q"], cwd=ROOT, check=True)
         binary = os.path.join(ROOT, "target", "release", "routines")
+    binary = os.path.abspath(binary)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), InstantModel)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -7,7 +7,7 @@
 //! `limits.max_concurrent_runs`. A daemon that stops leaves fires that did
 //! not start `queued`; the next one adopts them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -52,7 +52,8 @@ struct Active {
     /// Runs started or holding the routine's turn, with their cancellation.
     running: HashMap<i64, Cancel>,
     /// Fires accepted and waiting for their turn.
-    waiting: Vec<(i64, Cancel)>,
+    /// Ordered by run id: the first is the oldest.
+    waiting: BTreeMap<i64, Cancel>,
 }
 
 /// Shared state of the dispatcher.
@@ -160,7 +161,7 @@ impl Dispatcher {
             }
             if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
                 let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
-                for cancel in entry.running.values().chain(entry.waiting.iter().map(|(_, c)| c)).chain(planned_here) {
+                for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
                     cancel.cancel(reason::REPLACED, why.clone());
                 }
             }
@@ -195,7 +196,7 @@ impl Dispatcher {
                 results[i] = Some(Ok(Accepted::Duplicate));
                 continue;
             };
-            active.entry(routine.name.clone()).or_default().waiting.push((run_id, cancel.clone()));
+            active.entry(routine.name.clone()).or_default().waiting.insert(run_id, cancel.clone());
             let fire = &fires[i];
             let trigger = TriggerInfo {
                 kind: fire.kind.into(),
@@ -239,7 +240,7 @@ impl Dispatcher {
             };
             let cancel = Cancel::default();
             if let Ok(mut active) = self.active.lock() {
-                active.entry(name).or_default().waiting.push((q.run.id, cancel.clone()));
+                active.entry(name).or_default().waiting.insert(q.run.id, cancel.clone());
             }
             self.spawn(fire, cancel);
         }
@@ -288,7 +289,7 @@ impl Dispatcher {
         if let Ok(mut active) = self.active.lock() {
             if let Some(entry) = active.get_mut(&name) {
                 entry.running.remove(&run_id);
-                entry.waiting.retain(|(id, _)| *id != run_id);
+                entry.waiting.remove(&run_id);
                 if entry.running.is_empty() && entry.waiting.is_empty() {
                     active.remove(&name);
                 }
@@ -362,10 +363,11 @@ impl Dispatcher {
             let late = (self.clock.now() - due).to_std().unwrap_or_default();
             self.metrics.observe_lateness(late);
         }
-        let result = self
-            .engine
-            .execute(&routine, fire.run_id, fire.trigger, fire.attempt, &RunOptions::default(), None, cancel)
-            .await;
+        // Boxed: the run's future is large, and inline it would make every
+        // waiting fire's task as large as a running one.
+        let opts = RunOptions::default();
+        let result =
+            Box::pin(self.engine.execute(&routine, fire.run_id, fire.trigger, fire.attempt, &opts, None, cancel)).await;
         match result {
             Ok(report) => {
                 tracing::info!(routine = %routine.name, run_id = report.run_id, status = %report.status, "Run finished.");
@@ -397,9 +399,9 @@ impl Dispatcher {
         let entry = active.entry(fire.routine.clone()).or_default();
         let allow = routine.spec.overlap == Overlap::Allow;
         let free = allow || entry.running.is_empty();
-        let first = entry.waiting.iter().map(|(id, _)| *id).min() == Some(fire.run_id);
+        let first = entry.waiting.keys().next() == Some(&fire.run_id);
         if free && (first || allow) {
-            entry.waiting.retain(|(id, _)| *id != fire.run_id);
+            entry.waiting.remove(&fire.run_id);
             entry.running.insert(fire.run_id, cancel.clone());
             Some(true)
         } else {
