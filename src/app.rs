@@ -52,7 +52,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run { name, vars, no_deliver, dry_run, json } => {
             commands::run::run(config, &name, vars, no_deliver, dry_run, json).await
         }
-        Command::Deliver { retry: _, json } => commands::deliver::retry(&config, json),
+        Command::Deliver { retry: _, json } => commands::deliver::retry(config, json).await,
         Command::Chat => crate::chat::run(config).await,
         Command::Daemon => commands::daemon::run(config).await,
     }

@@ -4,45 +4,42 @@
 use std::process::ExitCode;
 
 use routines::config::Config;
-use routines::delivery::Payload;
 use routines::store::DeliveryStatus;
 use serde_json::json;
 
 use super::print_json;
-use crate::app::open_store;
+use crate::app::engine;
 
-pub fn retry(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
-    let store = open_store(config)?;
-    let waiting = store.undelivered()?;
-    let mut results = Vec::new();
+pub async fn retry(config: Config, json_out: bool) -> anyhow::Result<ExitCode> {
+    let engine = engine(config, false)?;
+    let retried = engine.retry_deliveries(&|_| true).await?;
     let mut failed = 0;
-    for d in waiting {
-        let outcome = match serde_json::from_str::<Payload>(&d.payload) {
-            Ok(payload) => payload.deliver(),
-            Err(_) => Err(format!(
-                "{} delivery to {} was never rendered (its template failed); fix the routine and run it again",
-                d.kind, d.target
-            )),
-        };
-        let (status, error) = match outcome {
-            Ok(_) => (DeliveryStatus::Delivered, None),
-            Err(e) => {
-                failed += 1;
-                (DeliveryStatus::Failed, Some(e))
-            }
-        };
-        store.set_delivery(d.id, status, error.as_deref())?;
+    let mut results = Vec::new();
+    for r in &retried {
+        let d = &r.row;
+        if r.status != DeliveryStatus::Delivered {
+            failed += 1;
+        }
         if !json_out {
-            match &error {
-                None => eprintln!("delivered  run {}  {} {}", d.run_id, d.kind, d.target),
-                Some(e) => eprintln!("failed     run {}  {} {}: {e}", d.run_id, d.kind, d.target),
+            match (&r.status, &r.error) {
+                (DeliveryStatus::Delivered, _) => eprintln!("delivered  run {}  {} {}", d.run_id, d.kind, d.target),
+                (status, e) => eprintln!(
+                    "{:<10} run {}  {} {}: {}",
+                    status.as_str(),
+                    d.run_id,
+                    d.kind,
+                    d.target,
+                    e.as_deref().unwrap_or("")
+                ),
             }
         }
-        results.push(json!({"run_id": d.run_id, "target": d.target, "kind": d.kind, "status": status, "error": error}));
+        results.push(
+            json!({"run_id": d.run_id, "target": d.target, "kind": d.kind, "status": r.status, "error": r.error}),
+        );
     }
     if json_out {
         print_json(&serde_json::Value::Array(results))?;
-    } else if failed == 0 && results.is_empty() {
+    } else if retried.is_empty() {
         eprintln!("nothing to deliver: every delivery has arrived");
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -245,6 +245,8 @@ pub struct SmtpSettings {
     pub password_env: Option<String>,
     #[serde(default = "default_smtp_timeout")]
     pub timeout: Duration,
+    /// A PEM certificate to trust besides the system's roots (a private CA).
+    pub ca_file: Option<PathBuf>,
 }
 
 fn default_smtp_port() -> u16 {

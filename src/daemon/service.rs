@@ -22,6 +22,27 @@ use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
 use crate::store::StoreError;
 use crate::tools::Registry;
 
+/// How often the daemon looks for deliveries to attempt again.
+const DELIVERY_RETRY_TICK: Duration = Duration::from_secs(30);
+/// Attempts after which a failed delivery waits for `routines deliver --retry`.
+const MAX_DELIVERY_ATTEMPTS: u32 = 20;
+
+/// Whether a delivery is due for another attempt: never attempted, or
+/// failed and its backoff (1 minute doubling per attempt, at most an hour)
+/// has passed.
+fn delivery_due(d: &crate::store::DeliveryRow, now: chrono::DateTime<chrono::Utc>) -> bool {
+    use crate::store::DeliveryStatus;
+    match d.status {
+        DeliveryStatus::Pending => true,
+        DeliveryStatus::Failed if d.attempts < MAX_DELIVERY_ATTEMPTS => {
+            let wait =
+                chrono::Duration::minutes(1 << d.attempts.saturating_sub(1).min(6)).min(chrono::Duration::hours(1));
+            d.updated_at + wait <= now
+        }
+        _ => false,
+    }
+}
+
 /// How long routine files must be quiet before they are reloaded.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
 
@@ -89,6 +110,28 @@ pub async fn run(
         tokio::spawn(async move { webhook::serve(listener, router, async move { stop.cancelled().await }).await })
     };
 
+    // Failed deliveries, attempted again with backoff (and, at start, those
+    // a stopped process left behind).
+    let retry_stop = server_stop.clone();
+    let retry_engine = engine.clone();
+    let retries = tokio::spawn(async move {
+        loop {
+            let now = chrono::Utc::now();
+            match retry_engine.retry_deliveries(&|d| delivery_due(d, now)).await {
+                Ok(done) => {
+                    for r in done {
+                        tracing::info!(run_id = r.row.run_id, target = %r.row.target, status = %r.status.as_str(), error = r.error.as_deref().unwrap_or(""), "Delivery attempted again.");
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "Could not retry deliveries."),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(DELIVERY_RETRY_TICK) => {}
+                _ = retry_stop.cancelled() => return,
+            }
+        }
+    });
+
     // Hot reload; what changed also goes to the watchers and the webhook table.
     let reload_watch = watch_routine_files(&config, signals_tx.clone());
     scheduler.on_change = Some(Box::new(move |routines: &HashMap<String, Arc<Routine>>| {
@@ -112,6 +155,7 @@ pub async fn run(
     tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
     drop(reload_watch);
     server_stop.cancel();
+    let _ = retries.await;
     scheduler.on_change = None;
     dispatcher.shut_down(config.limits.shutdown_grace.get()).await;
     match tokio::time::timeout(Duration::from_secs(5), server).await {

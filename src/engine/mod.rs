@@ -21,14 +21,17 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::{Agent, AgentError, AgentEvent, AgentOptions, StoreRecorder, approach_key};
 use crate::config::{Config, DeliveryTarget, Env, ProcessEnv};
-use crate::delivery::Payload;
 use crate::delivery::file::{self, FilePayload};
+use crate::delivery::mail::{self, MailPayload, Mailer, SmtpOptions};
+use crate::delivery::{Deliverer, Payload};
 use crate::llm::{Message, Provider};
 use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
 use crate::routine::template::Templates;
 use crate::routine::{Overlap, Routine, Session};
-use crate::store::{DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError};
+use crate::store::{
+    DeliveryRow, DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError,
+};
 use crate::tools::{Registry, ShellSettings, safe_env};
 
 pub use context::TriggerInfo;
@@ -68,6 +71,52 @@ pub struct RunOptions {
     /// `--var k=v`, added to (and overriding) the routine's `vars`.
     pub vars: BTreeMap<String, String>,
     pub no_deliver: bool,
+}
+
+/// One delivery attempted again by [`Engine::retry_deliveries`].
+#[derive(Debug, Clone)]
+pub struct Retried {
+    pub row: DeliveryRow,
+    pub status: DeliveryStatus,
+    pub error: Option<String>,
+}
+
+/// The mail transport of `config`: SMTP when `mail.smtp` is set (and
+/// `transport` is not `outbox`), else `.eml` files in `data_dir/outbox`.
+fn deliverer(config: &Config, env: &dyn Env) -> Result<Deliverer, EngineError> {
+    let outbox = config.data_dir.join("outbox");
+    let smtp = config
+        .mail
+        .as_ref()
+        .filter(|m| m.transport != Some(crate::config::MailTransport::Outbox))
+        .and_then(|m| m.smtp.as_ref());
+    let mailer =
+        match smtp {
+            Some(s) => Mailer::smtp(SmtpOptions {
+                host: s.host.clone(),
+                port: s.port,
+                security: match s.security {
+                    crate::config::SmtpSecurity::Starttls => mail::Security::Starttls,
+                    crate::config::SmtpSecurity::Tls => mail::Security::Tls,
+                    crate::config::SmtpSecurity::None => mail::Security::None,
+                },
+                username: s.username_env.as_deref().and_then(|v| env.var(v)),
+                password: s.password_env.as_deref().and_then(|v| env.var(v)),
+                timeout: s.timeout.get(),
+                extra_root_pem: match s.ca_file.as_ref().map(|f| match config.file.as_ref().and_then(|c| c.parent()) {
+                    Some(dir) if f.is_relative() => dir.join(f),
+                    _ => f.clone(),
+                }) {
+                    Some(f) => Some(std::fs::read(&f).map_err(|e| {
+                        EngineError::Setup(format!("mail.smtp.ca_file: cannot read {}: {e}", f.display()))
+                    })?),
+                    None => None,
+                },
+            })
+            .map_err(|e| EngineError::Setup(format!("mail.smtp: {e}")))?,
+            None => Mailer::outbox(outbox.clone()),
+        };
+    Ok(Deliverer { mailer, outbox })
 }
 
 /// Stops a run early: the daemon's shutdown after its grace period, or a
@@ -112,6 +161,7 @@ pub struct Engine {
     pub shell: ShellSettings,
     /// Model used when a routine sets none.
     pub model: String,
+    pub deliverer: Deliverer,
 }
 
 impl Engine {
@@ -124,7 +174,8 @@ impl Engine {
         let redactor = Redactor::new(config.secret_values(&ProcessEnv));
         let templates = Templates::new(&config.templates_dir);
         let shell = shell_settings(&config, &ProcessEnv);
-        Ok(Engine { config, store, memory, provider, templates, redactor, shell, model: model.into() })
+        let deliverer = deliverer(&config, &ProcessEnv)?;
+        Ok(Engine { config, store, memory, provider, templates, redactor, shell, model: model.into(), deliverer })
     }
 
     /// The template context of a run (delivery templates add `output` and `status`).
@@ -449,14 +500,8 @@ impl Engine {
             let list = if failed { "on_failure.deliver" } else { "deliver" };
             for (i, target) in targets.iter().enumerate() {
                 let label = format!("{list}[{i}]");
-                report.deliveries.push(self.deliver(
-                    report.run_id,
-                    u32::try_from(i).unwrap_or(u32::MAX),
-                    failed,
-                    &label,
-                    target,
-                    &dctx,
-                ));
+                let seq = u32::try_from(i).unwrap_or(u32::MAX);
+                report.deliveries.push(self.deliver(report.run_id, seq, failed, &label, target, &dctx).await);
             }
         }
         self.store.finish_run(report.run_id, &outcome)?;
@@ -466,7 +511,7 @@ impl Engine {
         Ok(report)
     }
 
-    fn deliver(
+    async fn deliver(
         &self,
         run_id: i64,
         seq: u32,
@@ -475,7 +520,7 @@ impl Engine {
         target: &DeliveryTarget,
         ctx: &Value,
     ) -> DeliveryReport {
-        let payload = match self.render_delivery(label, target, ctx) {
+        let payload = match self.render_delivery(label, target, ctx, run_id, seq) {
             Ok(p) => p,
             Err((shown, e)) => {
                 tracing::warn!(run_id, target = %shown, error = %e, "Delivery failed.");
@@ -512,7 +557,10 @@ impl Engine {
                 };
             }
         };
-        let (status, error) = match payload.deliver() {
+        // Recorded before the attempt: a process that dies between sending
+        // and recording leaves `sending`, which is never sent again blindly.
+        let _ = self.store.set_delivery_sending(id);
+        let (status, error) = match payload.deliver(&self.deliverer).await {
             Ok(_) => (DeliveryStatus::Delivered, None),
             Err(e) => {
                 tracing::warn!(run_id, target = %target_text, error = %e, "Delivery failed.");
@@ -524,7 +572,14 @@ impl Engine {
     }
 
     /// The payload of one delivery, or what to show as its target and why it failed.
-    fn render_delivery(&self, label: &str, target: &DeliveryTarget, ctx: &Value) -> Result<Payload, (String, String)> {
+    fn render_delivery(
+        &self,
+        label: &str,
+        target: &DeliveryTarget,
+        ctx: &Value,
+        run_id: i64,
+        seq: u32,
+    ) -> Result<Payload, (String, String)> {
         match target {
             DeliveryTarget::File(f) => {
                 let shown = self
@@ -546,14 +601,115 @@ impl Engine {
                 };
                 Ok(Payload::File(FilePayload { path, shown, mode: f.mode.into(), content }))
             }
-            DeliveryTarget::Mail(m) => Err((
-                describe_target(target),
-                format!(
-                    "mail delivery to {} is not available yet in this version; the output is kept in the run history",
-                    m.to.join(", ")
-                ),
-            )),
+            DeliveryTarget::Mail(m) => {
+                let shown = describe_target(target);
+                let fail = |e: String| (shown.clone(), e);
+                let render = |field: &str, text: &str| {
+                    self.templates.render_str(&format!("{label}.mail.{field}"), text, ctx).map_err(|e| e.to_string())
+                };
+                let output = ctx["output"].as_str().unwrap_or("").to_string();
+                let name = ctx["routine"]["name"].as_str().unwrap_or("routine").to_string();
+                let subject = match &m.subject {
+                    Some(s) => render("subject", s).map_err(fail)?.trim().to_string(),
+                    None => format!("{name}: {}", ctx["status"].as_str().unwrap_or("done")),
+                };
+                let text = match &m.template {
+                    Some(t) => self.templates.render_file(t, ctx).map_err(|e| fail(e.to_string()))?,
+                    None => output.clone(),
+                };
+                let html = match &m.html_template {
+                    Some(t) => Some(self.templates.render_file(t, ctx).map_err(|e| fail(e.to_string()))?),
+                    None => None,
+                };
+                let attachment = m.attach_output.then(|| mail::Attachment {
+                    filename: format!("{name}.md"),
+                    content_type: "text/markdown; charset=utf-8".into(),
+                    content: output,
+                });
+                let from = self.mail_from();
+                // Fixed at the first attempt and stored with the payload; the
+                // random part keeps ids unique across databases.
+                let message_id =
+                    mail::message_id(run_id, seq, &from).replacen('@', &format!(".{:08x}@", rand::random::<u32>()), 1);
+                Ok(Payload::Mail(Box::new(MailPayload {
+                    from,
+                    to: m.to.clone(),
+                    cc: m.cc.clone(),
+                    bcc: m.bcc.clone(),
+                    subject,
+                    text,
+                    html,
+                    attachment,
+                    message_id,
+                    date: mail::rfc2822_now(),
+                })))
+            }
         }
+    }
+
+    /// The sender of mail deliveries: `mail.from`, or routines@localhost.
+    fn mail_from(&self) -> String {
+        self.config.mail.as_ref().map_or_else(|| "Routines <routines@localhost>".to_string(), |m| m.from.clone())
+    }
+
+    /// Attempts deliveries again from their stored payloads, without the
+    /// agent: those `pending` or `failed` for which `due` says yes. One left
+    /// `sending` (the process died during its attempt) may have arrived, so
+    /// it is not attempted again: it becomes `uncertain`, with a mail kept
+    /// in the outbox for a person to check.
+    pub async fn retry_deliveries(
+        &self,
+        due: &(dyn Fn(&DeliveryRow) -> bool + Sync),
+    ) -> Result<Vec<Retried>, EngineError> {
+        let mut done = Vec::new();
+        for d in self.store.undelivered()? {
+            // A run still alive (in this or another process) owns its
+            // pending and in-flight deliveries.
+            let owner = self.store.run_detail(d.run_id)?.and_then(|r| r.pid);
+            let in_progress = owner.is_some_and(|pid| pid == std::process::id() || process_alive(pid))
+                && matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Sending)
+                && self
+                    .store
+                    .get_run(d.run_id)?
+                    .is_some_and(|r| matches!(r.status, RunStatus::Queued | RunStatus::Running));
+            if in_progress {
+                continue;
+            }
+            let payload = serde_json::from_str::<Payload>(&d.payload);
+            if d.status == DeliveryStatus::Sending {
+                let mut why = "its attempt was cut off by a stop of the process after it may have been delivered; \
+                               not attempted again, so it is never delivered twice"
+                    .to_string();
+                if let Ok(Payload::Mail(m)) = &payload {
+                    if let Ok(path) = mail::write_eml(&self.deliverer.outbox, m) {
+                        why.push_str(&format!("; the message is kept in {}", path.display()));
+                    }
+                }
+                self.store.set_delivery(d.id, DeliveryStatus::Uncertain, Some(&why))?;
+                done.push(Retried { row: d, status: DeliveryStatus::Uncertain, error: Some(why) });
+                continue;
+            }
+            if !due(&d) {
+                continue;
+            }
+            let outcome = match payload {
+                Ok(payload) => {
+                    self.store.set_delivery_sending(d.id)?;
+                    payload.deliver(&self.deliverer).await
+                }
+                Err(_) => Err(format!(
+                    "{} delivery to {} was never rendered (its template failed); fix the routine and run it again",
+                    d.kind, d.target
+                )),
+            };
+            let (status, error) = match outcome {
+                Ok(_) => (DeliveryStatus::Delivered, None),
+                Err(e) => (DeliveryStatus::Failed, Some(e)),
+            };
+            self.store.set_delivery(d.id, status, error.as_deref())?;
+            done.push(Retried { row: d, status, error });
+        }
+        Ok(done)
     }
 
     /// After a successful run, the tool calls it made become the approach

@@ -29,17 +29,25 @@ pub struct RunFilter<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryStatus {
+    /// Recorded, not attempted yet.
     Pending,
+    /// An attempt is under way (or the process died during it).
+    Sending,
     Delivered,
     Failed,
+    /// Its attempt was cut off after it may have arrived; never attempted
+    /// again automatically.
+    Uncertain,
 }
 
 impl DeliveryStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Sending => "sending",
             DeliveryStatus::Delivered => "delivered",
             DeliveryStatus::Failed => "failed",
+            DeliveryStatus::Uncertain => "uncertain",
         }
     }
 
@@ -47,6 +55,8 @@ impl DeliveryStatus {
         match s {
             "delivered" => DeliveryStatus::Delivered,
             "failed" => DeliveryStatus::Failed,
+            "sending" => DeliveryStatus::Sending,
+            "uncertain" => DeliveryStatus::Uncertain,
             _ => DeliveryStatus::Pending,
         }
     }
@@ -222,11 +232,22 @@ impl Store {
         })
     }
 
-    /// Deliveries still waiting or failed, oldest first.
+    /// Marks a delivery's attempt as under way.
+    pub fn set_delivery_sending(&self, id: i64) -> Result<(), StoreError> {
+        self.with_conn(|c| {
+            c.execute(
+                "UPDATE deliveries SET status = 'sending', updated_at = ?2 WHERE id = ?1",
+                params![id, to_db_time(Utc::now())],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Deliveries waiting, failed, or cut off during an attempt, oldest first.
     pub fn undelivered(&self) -> Result<Vec<DeliveryRow>, StoreError> {
         self.with_conn(|c| {
             let mut stmt = c.prepare(&format!(
-                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status != 'delivered' ORDER BY id"
+                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status IN ('pending', 'failed', 'sending') ORDER BY id"
             ))?;
             let rows = stmt.query_map([], delivery_from_row)?;
             rows.collect()

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 
 pub mod mock_llm;
+pub mod smtp;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -6,6 +6,8 @@ mod daemon_process;
 mod daemon_schedule;
 mod examples;
 mod http;
+mod mail;
+mod mail_delivery;
 mod mock_llm_tests;
 mod provider;
 mod routines_cli;

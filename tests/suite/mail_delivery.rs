@@ -1,0 +1,137 @@
+//! Mail delivery end to end: `routines run` against a real SMTP server
+//! process, a server that is down (the message kept in the outbox and sent
+//! once by `deliver --retry`), a crash between sending and recording (never
+//! sent twice), and the outbox transport of a fresh setup.
+
+use crate::common::mock_llm::{MockLlm, text};
+use crate::common::smtp::{Mode, SmtpServer, parse_eml};
+
+use super::routines_cli::Project;
+
+const ROUTINE: &str = "prompt: Write the report.\n\
+deliver:\n  - mail:\n      to: [ops@example.com]\n      cc: [Lead <lead@example.com>]\n      subject: \"Bericht für {{ routine.name }} ✓\"\n      attach_output: true\n";
+
+fn project(mock: &MockLlm, smtp_port: u16) -> Project {
+    let mail = format!(
+        "mail:\n  from: \"Routines <routines@example.com>\"\n  smtp: {{ host: 127.0.0.1, port: {smtp_port}, security: none, timeout: 5s }}\n"
+    );
+    let p = Project::new(&mock.base_url(), &mail);
+    p.write("routines/report.yaml", ROUTINE);
+    p
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn outbox(p: &Project) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(p.path().join(".routines/outbox")) {
+        Ok(entries) => {
+            entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "eml")).collect()
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_run_mails_its_report_with_headers_body_and_attachment() {
+    let mock = MockLlm::start().await;
+    mock.push(text("All 3 services are up."));
+    let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
+    let p = project(&mock, smtp.port);
+    let o = p.run_async(&["run", "report", "--json"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    let got = smtp.received();
+    assert_eq!(got.len(), 1);
+    let m = &got[0];
+    assert_eq!(m.mail_from, "routines@example.com");
+    assert_eq!(m.rcpt_tos, ["ops@example.com", "lead@example.com"]);
+    let h = &m.parsed.headers;
+    assert_eq!(h["subject"], "Bericht für report ✓");
+    assert_eq!(h["to"], "ops@example.com");
+    assert_eq!(h["cc"], "Lead <lead@example.com>");
+    assert!(h["message-id"].starts_with("<run-1.0.") && h["message-id"].ends_with("@example.com>"), "{h:?}");
+    assert!(h.contains_key("date"));
+    let body = m.parsed.parts.iter().find(|p| p.content_type == "text/plain").unwrap();
+    assert_eq!(body.content.trim_end(), "All 3 services are up.");
+    let attached = m.parsed.parts.iter().find(|p| p.filename.as_deref() == Some("report.md")).unwrap();
+    assert_eq!(attached.content.trim_end(), "All 3 services are up.");
+    let show = p.run(&["show", "1", "--json"]).json();
+    assert_eq!(show["deliveries"][0]["status"], "delivered");
+    assert_eq!(show["deliveries"][0]["target"], "ops@example.com, Lead <lead@example.com>");
+    assert!(outbox(&p).is_empty());
+}
+
+#[tokio::test]
+async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_once() {
+    let mock = MockLlm::start().await;
+    mock.push(text("Disk at 91%."));
+    let port = free_port();
+    let p = project(&mock, port);
+    // Nothing listens on the port: the run succeeds, its mail fails and is kept.
+    let o = p.run_async(&["run", "report"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    let show = p.run(&["show", "1", "--json"]).json();
+    assert_eq!(show["deliveries"][0]["status"], "failed");
+    let error = show["deliveries"][0]["error"].as_str().unwrap();
+    assert!(error.contains(&format!("127.0.0.1:{port}")) && error.contains("is kept in"), "{error}");
+    let kept = outbox(&p);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(parse_eml(&kept[0]).headers["subject"], "Bericht für report ✓");
+
+    // The server comes up: one retry sends it, a second finds nothing to do.
+    let smtp = SmtpServer::start_with(Mode::Plain, None, None, port);
+    let o = p.run(&["deliver", "--retry"]);
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.starts_with("delivered  run 1  mail ops@example.com"), "{}", o.stderr);
+    let o = p.run(&["deliver", "--retry"]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
+    let got = smtp.received();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].parsed.parts[0].content.trim_end(), "Disk at 91%.");
+    assert!(outbox(&p).is_empty(), "sent messages leave the outbox");
+}
+
+#[tokio::test]
+async fn a_crash_between_sending_and_recording_never_sends_twice() {
+    let mock = MockLlm::start().await;
+    mock.push(text("Weekly numbers."));
+    let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
+    let p = project(&mock, smtp.port);
+    assert_eq!(p.run_async(&["run", "report"]).await.code, 0);
+    assert_eq!(smtp.received().len(), 1);
+    // What a process that died after the server took the message, but
+    // before recording it, leaves behind: the delivery `sending`.
+    let db = rusqlite::Connection::open(p.path().join(".routines/routines.db")).unwrap();
+    db.execute("UPDATE deliveries SET status = 'sending'", []).unwrap();
+    drop(db);
+    let o = p.run(&["deliver", "--retry"]);
+    assert_eq!(o.code, 1, "{o:?}");
+    assert!(o.stderr.starts_with("uncertain  run 1  mail"), "{}", o.stderr);
+    assert!(o.stderr.contains("never delivered twice"), "{}", o.stderr);
+    assert_eq!(smtp.received().len(), 1, "the report was sent again");
+    let show = p.run(&["show", "1", "--json"]).json();
+    assert_eq!(show["deliveries"][0]["status"], "uncertain");
+    // Kept for a person to check, and not attempted again.
+    assert_eq!(outbox(&p).len(), 1);
+    let o = p.run(&["deliver", "--retry"]);
+    assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
+    assert_eq!(smtp.received().len(), 1);
+}
+
+#[tokio::test]
+async fn without_smtp_mail_goes_to_the_outbox_as_eml_files() {
+    let mock = MockLlm::start().await;
+    mock.push(text("Hello from the outbox."));
+    let p = Project::new(&mock.base_url(), "");
+    p.write("routines/report.yaml", ROUTINE);
+    let o = p.run_async(&["run", "report"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    let files = outbox(&p);
+    assert_eq!(files.len(), 1);
+    let m = parse_eml(&files[0]);
+    assert_eq!(m.headers["from"], "Routines <routines@localhost>");
+    assert_eq!(m.headers["subject"], "Bericht für report ✓");
+    let show = p.run(&["show", "1", "--json"]).json();
+    assert_eq!(show["deliveries"][0]["status"], "delivered");
+}
