@@ -61,7 +61,7 @@ async fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
     let engine = Engine::open(config, provider, model)?;
 
     // 4. One run: queued → running → agent → deliveries, all recorded.
-    let opts = RunOptions { vars, no_deliver: false };
+    let opts = RunOptions { vars, ..RunOptions::default() };
     let report = engine.run(&routine, TriggerInfo::manual(), &opts, None).await?;
     eprintln!("run {} of {}: {}", report.run_id, report.routine, report.status.as_str());
     for d in &report.deliveries {

@@ -91,6 +91,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One heartbeat check-in now: the agent goes through the checklist and
+    /// reports only what needs attention.
+    Heartbeat {
+        /// Beat even outside `heartbeat.active_hours`.
+        #[arg(long)]
+        force: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Interactive session with the agent: streamed replies, tool status
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
     /// /exit or Ctrl-D leaves.

@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod delivery;
 pub mod diag;
 pub mod engine;
+pub mod heartbeat;
 pub mod llm;
 pub mod memory;
 pub mod policy;

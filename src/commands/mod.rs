@@ -2,6 +2,7 @@
 
 pub mod daemon;
 pub mod deliver;
+pub mod heartbeat;
 pub mod init;
 pub mod inspect;
 pub mod run;

@@ -52,7 +52,7 @@ pub async fn run(
 
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(progress(rx, routine.name.clone()));
-    let opts = RunOptions { vars, no_deliver };
+    let opts = RunOptions { vars, no_deliver, ..RunOptions::default() };
     let result = engine.run(&routine, TriggerInfo::manual(), &opts, Some(tx)).await;
     let _ = printer.await;
     let report = match result {

@@ -22,6 +22,27 @@ use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
 use crate::store::StoreError;
 use crate::tools::Registry;
 
+/// Beats every `heartbeat.every` until `stop`; a beat outside active hours
+/// or without a checklist is recorded skipped and calls no model.
+async fn heartbeats(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
+    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
+    loop {
+        let now = clock.now();
+        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
+        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
+        while clock.now() < next {
+            tokio::select! {
+                _ = tokio::time::sleep(super::clock::sleep_for(clock.now(), Some(next))) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+        match crate::heartbeat::beat(&engine, clock.now(), false, "heartbeat").await {
+            Ok(r) => tracing::info!(run_id = r.run_id, status = %r.status, "Heartbeat."),
+            Err(e) => tracing::error!(error = %e, "The heartbeat could not run."),
+        }
+    }
+}
+
 /// How often the daemon looks for deliveries to attempt again.
 const DELIVERY_RETRY_TICK: Duration = Duration::from_secs(30);
 /// Attempts after which a failed delivery waits for `routines deliver --retry`.
@@ -58,7 +79,7 @@ pub async fn run(
     let engine = Arc::new(engine);
     let max = usize::try_from(config.limits.max_concurrent_runs).unwrap_or(usize::MAX);
     let dispatcher = Dispatcher::new(engine.clone(), clock.clone(), max);
-    let mut scheduler = Scheduler::new(dispatcher.clone(), clock);
+    let mut scheduler = Scheduler::new(dispatcher.clone(), clock.clone());
     for d in &loaded.diagnostics.0 {
         tracing::warn!("{d}");
     }
@@ -132,6 +153,14 @@ pub async fn run(
         }
     });
 
+    // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`).
+    let beats = config.heartbeat.enabled.then(|| {
+        let stop = server_stop.clone();
+        let engine = engine.clone();
+        let clock = clock.clone();
+        tokio::spawn(async move { heartbeats(engine, clock, stop).await })
+    });
+
     // Hot reload; what changed also goes to the watchers and the webhook table.
     let reload_watch = watch_routine_files(&config, signals_tx.clone());
     scheduler.on_change = Some(Box::new(move |routines: &HashMap<String, Arc<Routine>>| {
@@ -156,6 +185,9 @@ pub async fn run(
     drop(reload_watch);
     server_stop.cancel();
     let _ = retries.await;
+    if let Some(beats) = beats {
+        let _ = beats.await;
+    }
     scheduler.on_change = None;
     dispatcher.shut_down(config.limits.shutdown_grace.get()).await;
     match tokio::time::timeout(Duration::from_secs(5), server).await {

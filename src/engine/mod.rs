@@ -71,6 +71,10 @@ pub struct RunOptions {
     /// `--var k=v`, added to (and overriding) the routine's `vars`.
     pub vars: BTreeMap<String, String>,
     pub no_deliver: bool,
+    /// What the run is recorded as (default: a routine run). A heartbeat
+    /// is silent when its reply is the ok token, loosely matched
+    /// ([`crate::heartbeat::is_ok`]).
+    pub kind: Option<RunKind>,
 }
 
 /// One delivery attempted again by [`Engine::retry_deliveries`].
@@ -264,7 +268,7 @@ impl Engine {
             }
         }
         let run_id = self.store.create_run(&NewRun {
-            kind: RunKind::Routine,
+            kind: opts.kind.unwrap_or(RunKind::Routine),
             routine: Some(routine.name.clone()),
             trigger: trigger.kind.clone(),
             scheduled_for: trigger.scheduled_for,
@@ -384,7 +388,12 @@ impl Engine {
             }
             Ok(Err(e)) => outcome.error = Some(e.to_string()),
             Ok(Ok(reply)) => {
-                let silent = reply.trim() == routine.spec.silent_token.trim();
+                let heartbeat = opts.kind == Some(RunKind::Heartbeat);
+                let silent = if heartbeat {
+                    crate::heartbeat::is_ok(&reply, &routine.spec.silent_token)
+                } else {
+                    reply.trim() == routine.spec.silent_token.trim()
+                };
                 outcome.status = if silent { RunStatus::Silent } else { RunStatus::Succeeded };
                 outcome.output = Some(reply);
                 if routine.spec.agent.session == Session::Persistent {
@@ -394,7 +403,7 @@ impl Engine {
                         }
                     }
                 }
-                if !silent {
+                if !silent && !heartbeat {
                     self.remember_approach(routine, run_id);
                 }
             }

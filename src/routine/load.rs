@@ -232,6 +232,13 @@ fn check(
                 .with_hint("use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
         );
     }
+    if name == crate::heartbeat::NAME {
+        diags.push(
+            at.error(&["name"], format!("the name `{name}` belongs to the built-in heartbeat's runs")).with_hint(
+                "choose another name; the check-in itself is configured under `heartbeat:` in routines.yaml",
+            ),
+        );
+    }
 
     // The prompt.
     match (&spec.prompt, &spec.prompt_template) {

@@ -5,6 +5,7 @@ mod config_cli;
 mod daemon_process;
 mod daemon_schedule;
 mod examples;
+mod heartbeat;
 mod http;
 mod mail;
 mod mail_delivery;

@@ -247,6 +247,11 @@ const CASES: &[(&str, &str, &str)] = &[
         "routines/webhook-reserved.yaml:3:22: webhook path `/metrics` is reserved by the daemon's listener\n  help: /healthz and /metrics answer GET; use a path like /hooks/NAME\n",
     ),
     (
+        "heartbeat",
+        "prompt: hi\n",
+        "routines/heartbeat.yaml:1:1: the name `heartbeat` belongs to the built-in heartbeat's runs\n  help: choose another name; the check-in itself is configured under `heartbeat:` in routines.yaml\n",
+    ),
+    (
         "yaml-syntax",
         "prompt: hi\ndeliver: [ { file: { path: x.md }\n",
         "routines/yaml-syntax.yaml:3:1: invalid YAML: while parsing a flow mapping, did not find expected ',' or '}'\n  help: check the indentation, quotes and brackets on this line and the ones before it\n",

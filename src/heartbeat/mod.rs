@@ -1,0 +1,263 @@
+//! Heartbeat check-ins (SPEC §7): every `heartbeat.every`, inside
+//! `active_hours`, the agent goes through the checklist file with memory
+//! recall and says only what needs attention. Outside active hours, and
+//! with an empty or missing checklist, no model call is made: the beat is
+//! recorded as skipped with the reason.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, NaiveTime, Utc};
+use serde_json::json;
+
+use crate::config::{ActiveHours, Config};
+use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
+use crate::routine::{Routine, RoutineFile};
+use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
+
+/// The name heartbeat runs are recorded under.
+pub const NAME: &str = "heartbeat";
+
+/// Words a model adds around the ok token when all is well ("All good!
+/// HEARTBEAT_OK"); a reply made only of these and the token is silent.
+const CHATTER: &[&str] = &[
+    "all",
+    "good",
+    "fine",
+    "ok",
+    "okay",
+    "nothing",
+    "to",
+    "report",
+    "everything",
+    "is",
+    "looks",
+    "no",
+    "issues",
+    "attention",
+    "needed",
+    "needs",
+    "here",
+    "the",
+    "checklist",
+    "items",
+    "are",
+    "clear",
+    "status",
+    "done",
+    "checked",
+];
+
+/// Whether a heartbeat reply means "nothing needs attention": the ok token,
+/// also wrapped in punctuation or markdown, or with only all-is-well words
+/// around it. A reply that says anything else is delivered.
+pub fn is_ok(reply: &str, token: &str) -> bool {
+    let token = token.trim();
+    if token.is_empty() {
+        return false;
+    }
+    let words: Vec<String> = reply
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let token_lower = token.to_lowercase();
+    let mentions = words.iter().filter(|w| **w == token_lower).count();
+    mentions >= 1 && words.iter().all(|w| *w == token_lower || CHATTER.contains(&w.as_str()))
+}
+
+/// Active hours as local times; a window whose end is before its start
+/// crosses midnight (`22:00`–`06:00`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: NaiveTime,
+    pub end: NaiveTime,
+}
+
+impl Window {
+    pub fn parse(hours: &ActiveHours) -> Result<Window, String> {
+        let time = |field: &str, text: &str| {
+            NaiveTime::parse_from_str(text.trim(), "%H:%M")
+                .map_err(|_| format!("heartbeat.active_hours.{field} `{text}` is not a time like 08:00"))
+        };
+        Ok(Window { start: time("start", &hours.start)?, end: time("end", &hours.end)? })
+    }
+
+    pub fn contains(&self, t: NaiveTime) -> bool {
+        if self.start <= self.end { self.start <= t && t < self.end } else { t >= self.start || t < self.end }
+    }
+}
+
+/// Why a beat made no model call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Quiet {
+    OutsideActiveHours { local: String, window: String },
+    NoChecklist(PathBuf),
+    EmptyChecklist(PathBuf),
+}
+
+impl std::fmt::Display for Quiet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Quiet::OutsideActiveHours { local, window } => {
+                write!(f, "outside active hours ({window}); it is {local}: no model call")
+            }
+            Quiet::NoChecklist(p) => write!(f, "the checklist {} does not exist: no model call", p.display()),
+            Quiet::EmptyChecklist(p) => write!(f, "the checklist {} is empty: no model call", p.display()),
+        }
+    }
+}
+
+/// The checklist file of the config (relative paths from the config's folder).
+pub fn checklist_path(config: &Config) -> PathBuf {
+    let p = &config.heartbeat.checklist;
+    match config.file.as_ref().and_then(|f| f.parent()) {
+        Some(dir) if p.is_relative() => dir.join(p),
+        _ => p.clone(),
+    }
+}
+
+/// What the next beat would do at `now`: the checklist text, or why it
+/// stays quiet. `force` ignores active hours.
+pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Result<String, Quiet>, String> {
+    let hb = &config.heartbeat;
+    if let (Some(hours), false) = (&hb.active_hours, force) {
+        let window = Window::parse(hours)?;
+        let local = now.with_timezone(&config.timezone);
+        if !window.contains(local.time()) {
+            return Ok(Err(Quiet::OutsideActiveHours {
+                local: local.format("%H:%M %Z").to_string(),
+                window: format!("{}–{} {}", hours.start, hours.end, config.timezone.name()),
+            }));
+        }
+    }
+    let path = checklist_path(config);
+    match std::fs::read_to_string(&path) {
+        Ok(text) if text.trim().is_empty() => Ok(Err(Quiet::EmptyChecklist(path))),
+        Ok(text) => Ok(Ok(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Quiet::NoChecklist(path))),
+        Err(e) => Err(format!("cannot read the checklist {}: {e}", path.display())),
+    }
+}
+
+/// The lean prompt of a beat.
+fn prompt(checklist: &str, token: &str) -> String {
+    format!(
+        "Heartbeat check-in. Go through this checklist, using your tools and what you remember where it helps.\n\
+         If nothing needs the user's attention, reply with exactly {token} and nothing else.\n\
+         Otherwise reply briefly with only what needs attention.\n\nChecklist:\n{checklist}"
+    )
+}
+
+/// The routine a beat runs as: the heartbeat's deliveries, the ok token as
+/// the silent token, a fresh history each beat (so a long-running daemon's
+/// prompt does not grow).
+fn routine(config: &Config, checklist: &str) -> Result<Routine, EngineError> {
+    let hb = &config.heartbeat;
+    let mut spec: RoutineFile = serde_json::from_value(json!({
+        "name": NAME,
+        "prompt": prompt(checklist, &hb.ok_token),
+        "silent_token": hb.ok_token,
+        "timeout": "10m",
+        "overlap": "skip",
+    }))
+    .map_err(|e| EngineError::Setup(format!("heartbeat: {e}")))?;
+    spec.deliver = hb.deliver.clone();
+    Ok(Routine {
+        name: NAME.into(),
+        file: config.file.clone().unwrap_or_default(),
+        zone: config.timezone,
+        spec,
+        time_triggers: Vec::new(),
+    })
+}
+
+/// One beat now. A quiet beat is recorded `skipped` with its reason and
+/// calls no model; otherwise the agent runs and delivers unless all is well.
+pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &str) -> Result<RunReport, EngineError> {
+    let checklist = match prepare(&engine.config, now, force).map_err(EngineError::Setup)? {
+        Ok(text) => text,
+        Err(quiet) => return record_quiet(engine, &quiet, trigger),
+    };
+    let routine = routine(&engine.config, &checklist)?;
+    // The prompt is the checklist itself; `{{` in it is not a template.
+    let mut routine = routine;
+    routine.spec.prompt = Some(format!("{{% raw %}}{}{{% endraw %}}", routine.spec.prompt.unwrap_or_default()));
+    let opts = RunOptions { kind: Some(RunKind::Heartbeat), ..RunOptions::default() };
+    let trigger = TriggerInfo { kind: trigger.into(), scheduled_for: None, context: json!({}) };
+    engine.run(&routine, trigger, &opts, None).await
+}
+
+fn record_quiet(engine: &Engine, quiet: &Quiet, trigger: &str) -> Result<RunReport, EngineError> {
+    let run_id = engine.store.create_run(&NewRun {
+        kind: RunKind::Heartbeat,
+        routine: Some(NAME.into()),
+        trigger: trigger.into(),
+        scheduled_for: None,
+        status: RunStatus::Queued,
+    })?;
+    let why = quiet.to_string();
+    engine.store.finish_run(
+        run_id,
+        &RunOutcome {
+            status: RunStatus::Skipped,
+            output: None,
+            error: Some(why.clone()),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            iterations: 0,
+            reason: Some("quiet"),
+        },
+    )?;
+    Ok(RunReport {
+        run_id,
+        routine: NAME.into(),
+        status: RunStatus::Skipped,
+        output: None,
+        error: Some(why),
+        deliveries: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ok_token_is_recognized_wrapped_or_with_all_is_well_chatter() {
+        for reply in [
+            "HEARTBEAT_OK",
+            "  HEARTBEAT_OK.\n",
+            "**HEARTBEAT_OK**",
+            "`HEARTBEAT_OK`",
+            "\"HEARTBEAT_OK\"",
+            "heartbeat_ok",
+            "All good! HEARTBEAT_OK",
+            "HEARTBEAT_OK - everything looks fine, nothing to report.",
+        ] {
+            assert!(is_ok(reply, "HEARTBEAT_OK"), "{reply:?}");
+        }
+        for reply in [
+            "",
+            "All good.",
+            "HEARTBEAT_OK except the disk is 95% full",
+            "The backup failed last night. HEARTBEAT_OK",
+            "HEARTBEAT_OKAY",
+            "NO_HEARTBEAT_OK",
+        ] {
+            assert!(!is_ok(reply, "HEARTBEAT_OK"), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn active_hours_may_cross_midnight() {
+        let t = |s: &str| NaiveTime::parse_from_str(s, "%H:%M").unwrap();
+        let day = Window { start: t("08:00"), end: t("22:00") };
+        assert!(day.contains(t("08:00")) && day.contains(t("21:59")));
+        assert!(!day.contains(t("22:00")) && !day.contains(t("07:59")));
+        let night = Window { start: t("22:00"), end: t("06:00") };
+        assert!(night.contains(t("23:30")) && night.contains(t("05:59")));
+        assert!(!night.contains(t("12:00")));
+        let bad = ActiveHours { start: "8am".into(), end: "22:00".into() };
+        assert_eq!(Window::parse(&bad).unwrap_err(), "heartbeat.active_hours.start `8am` is not a time like 08:00");
+    }
+}

@@ -1,0 +1,104 @@
+//! Heartbeat check-ins (SPEC §7): `routines heartbeat` through the binary,
+//! and beats at chosen instants through the library (active hours decided
+//! by the injected time, not the wall clock).
+
+use chrono::{DateTime, Utc};
+use routines::config::{self, ProcessEnv};
+use routines::engine::Engine;
+use routines::heartbeat;
+use routines::llm::{OpenAiProvider, ProviderOptions};
+use routines::store::RunStatus;
+
+use super::routines_cli::Project;
+use crate::common::mock_llm::{MockLlm, text};
+
+const CONFIG: &str = "heartbeat:\n  enabled: true\n  deliver: [ { file: { path: checkin.md } } ]\n";
+
+#[tokio::test]
+async fn a_missing_or_empty_checklist_makes_no_model_call() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(&mock.base_url(), CONFIG);
+    let o = p.run_async(&["heartbeat"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.starts_with("skipped: the checklist "), "{}", o.stderr);
+    assert!(o.stderr.ends_with("HEARTBEAT.md does not exist: no model call\n"), "{}", o.stderr);
+    p.write("HEARTBEAT.md", "  \n\n");
+    let o = p.run_async(&["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "skipped");
+    assert!(o.json()["error"].as_str().unwrap().ends_with("HEARTBEAT.md is empty: no model call"));
+    assert_eq!(mock.request_count(), 0);
+    let history = p.run_async(&["history", "--json"]).await.json();
+    assert_eq!(history.as_array().unwrap().len(), 2);
+    assert_eq!(history[0]["routine"], "heartbeat");
+    assert_eq!(history[0]["status"], "skipped");
+}
+
+#[tokio::test]
+async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(&mock.base_url(), CONFIG);
+    p.write("HEARTBEAT.md", "- Is the disk below 90%?\n- Any failed backups?\n");
+    mock.push(text("**HEARTBEAT_OK** — all good."));
+    let o = p.run_async(&["heartbeat", "--json"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["status"], "silent");
+    assert!(!p.path().join("checkin.md").exists());
+    // The beat's prompt carries the checklist and the token; its tokens are recorded.
+    let request = &mock.requests()[0];
+    let user = crate::common::last_message(request)["content"].as_str().unwrap().to_string();
+    assert!(user.contains("reply with exactly HEARTBEAT_OK") && user.contains("- Any failed backups?"), "{user}");
+    let show = p.show(1).await;
+    assert_eq!(show["status"], "silent");
+    assert!(show["tokens"]["prompt"].as_u64().unwrap() > 0, "{show}");
+
+    mock.push(text("The backup of /srv failed at 02:00."));
+    let o = p.run_async(&["heartbeat"]).await;
+    assert_eq!((o.code, o.stdout.as_str()), (0, "The backup of /srv failed at 02:00.\n"), "{o:?}");
+    assert_eq!(p.read("checkin.md"), "The backup of /srv failed at 02:00.\n");
+    mock.assert_clean();
+}
+
+/// An engine over a project whose active hours are 08:00–22:00 in Berlin.
+fn engine(p: &Project, base_url: &str) -> Engine {
+    p.write(
+        "routines.yaml",
+        &format!(
+            "timezone: Europe/Berlin\nprovider: {{ base_url: \"{base_url}\", model: m, max_retries: 0 }}\n\
+             heartbeat:\n  enabled: true\n  active_hours: {{ start: \"08:00\", end: \"22:00\" }}\n"
+        ),
+    );
+    p.write("HEARTBEAT.md", "- Anything due today?\n");
+    let config = config::load(Some(&p.path().join("routines.yaml")), p.path(), &ProcessEnv).unwrap();
+    let provider = OpenAiProvider::new(ProviderOptions::from_config(&config.provider).unwrap()).unwrap();
+    Engine::open(config, std::sync::Arc::new(provider), "m").unwrap()
+}
+
+fn t(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+#[tokio::test]
+async fn outside_active_hours_a_beat_is_quiet_unless_forced() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(&mock.base_url(), "");
+    let engine = engine(&p, &mock.base_url());
+    // 23:30 in Berlin (CET): quiet, recorded, no model call.
+    let r = heartbeat::beat(&engine, t("2026-11-22T22:30:00Z"), false, "heartbeat").await.unwrap();
+    assert_eq!(r.status, RunStatus::Skipped);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("outside active hours (08:00–22:00 Europe/Berlin); it is 23:30 CET: no model call")
+    );
+    // 07:59 is still quiet; 08:00 beats.
+    let r = heartbeat::beat(&engine, t("2026-11-23T06:59:00Z"), false, "heartbeat").await.unwrap();
+    assert_eq!(r.status, RunStatus::Skipped);
+    assert_eq!(mock.request_count(), 0);
+    mock.push(text("HEARTBEAT_OK"));
+    let r = heartbeat::beat(&engine, t("2026-11-23T07:00:00Z"), false, "heartbeat").await.unwrap();
+    assert_eq!(r.status, RunStatus::Silent);
+    // --force ignores the hours.
+    mock.push(text("HEARTBEAT_OK."));
+    let r = heartbeat::beat(&engine, t("2026-11-22T22:30:00Z"), true, "manual").await.unwrap();
+    assert_eq!(r.status, RunStatus::Silent);
+    assert_eq!(mock.request_count(), 2);
+}
