@@ -358,19 +358,21 @@ impl Engine {
         }
 
         let deadline = Instant::now() + routine.spec.timeout.get();
+        let verify_ok = (opts.kind == Some(RunKind::Heartbeat)).then_some(routine.spec.silent_token.as_str());
+        let mut earlier = crate::agent::TurnStats::default();
         // Dropping the agent's future on timeout or cancellation kills the
         // process groups of its shell commands.
         let result = tokio::select! {
             r = tokio::time::timeout(
                 routine.spec.timeout.get(),
-                self.attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline),
+                self.checked_attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline, verify_ok, &mut earlier),
             ) => Some(r),
             _ = cancel.cancelled() => None,
         };
         let t = agent.last_turn();
-        outcome.prompt_tokens = t.prompt_tokens;
-        outcome.completion_tokens = t.completion_tokens;
-        outcome.iterations = t.iterations;
+        outcome.prompt_tokens = t.prompt_tokens + earlier.prompt_tokens;
+        outcome.completion_tokens = t.completion_tokens + earlier.completion_tokens;
+        outcome.iterations = t.iterations + earlier.iterations;
         let Some(result) = result else {
             let (reason, why) = cancel.reason();
             outcome.status = RunStatus::Interrupted;
@@ -452,6 +454,36 @@ impl Engine {
             }
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+    }
+
+    /// [`Engine::attempts`]; with `verify_ok` (a heartbeat's ok token), an
+    /// "all is well" that ran no tool at all is not believed: the agent is
+    /// asked once to do the checks (small models answer the token at once).
+    /// `earlier` receives the stats of that first turn.
+    #[allow(clippy::too_many_arguments)]
+    async fn checked_attempts(
+        &self,
+        routine: &Routine,
+        agent: &mut Agent,
+        prompt: &str,
+        run_id: i64,
+        detail: &mut RunDetail,
+        deadline: Instant,
+        verify_ok: Option<&str>,
+        earlier: &mut crate::agent::TurnStats,
+    ) -> Result<String, AgentError> {
+        let reply = self.attempts(routine, agent, prompt, run_id, detail, deadline).await?;
+        let Some(token) = verify_ok else { return Ok(reply) };
+        if !crate::heartbeat::is_ok(&reply, token) || agent.last_turn().tool_calls > 0 || agent.tool_specs().is_empty()
+        {
+            return Ok(reply);
+        }
+        *earlier = agent.last_turn();
+        let nudge = format!(
+            "You answered {token} without running any check. Do the first check now with a tool call, then the \
+             others, and then answer as asked."
+        );
+        self.attempts(routine, agent, &nudge, run_id, detail, deadline).await
     }
 
     /// `process_message`, retried on provider failures with backoff, within the deadline.

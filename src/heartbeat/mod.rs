@@ -139,12 +139,17 @@ pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Resul
     }
 }
 
-/// The lean prompt of a beat.
+/// The lean prompt of a beat. The checklist comes first and the ok token
+/// last: a small model told early that it may answer the token answers it
+/// without doing the checks.
 fn prompt(checklist: &str, token: &str) -> String {
     format!(
-        "Heartbeat check-in. Go through this checklist, using your tools and what you remember where it helps.\n\
-         If nothing needs the user's attention, reply with exactly {token} and nothing else.\n\
-         Otherwise reply briefly with only what needs attention.\n\nChecklist:\n{checklist}"
+        "Heartbeat check-in. Do these checks one at a time. Each check is one tool call; after its result, \
+         go on with the next check.\n\n\
+         {}\n\n\
+         After the last check, reply briefly with only what needs the user's attention. \
+         If nothing does, reply with exactly {token}.",
+        checklist.trim_end()
     )
 }
 

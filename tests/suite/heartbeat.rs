@@ -10,7 +10,7 @@ use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::store::RunStatus;
 
 use super::routines_cli::Project;
-use crate::common::mock_llm::{MockLlm, text};
+use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const CONFIG: &str = "heartbeat:\n  enabled: true\n  deliver: [ { file: { path: checkin.md } } ]\n";
 
@@ -38,7 +38,7 @@ async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
     let mock = MockLlm::start().await;
     let p = Project::new(&mock.base_url(), CONFIG);
     p.write("HEARTBEAT.md", "- Is the disk below 90%?\n- Any failed backups?\n");
-    mock.push(text("**HEARTBEAT_OK** — all good."));
+    mock.push_all([tool_call("file_list", serde_json::json!({})), text("**HEARTBEAT_OK** — all good.")]);
     let o = p.run_async(&["heartbeat", "--json"]).await;
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.json()["status"], "silent");
@@ -46,7 +46,8 @@ async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
     // The beat's prompt carries the checklist and the token; its tokens are recorded.
     let request = &mock.requests()[0];
     let user = crate::common::last_message(request)["content"].as_str().unwrap().to_string();
-    assert!(user.contains("reply with exactly HEARTBEAT_OK") && user.contains("- Any failed backups?"), "{user}");
+    assert!(user.ends_with("If nothing does, reply with exactly HEARTBEAT_OK."), "{user}");
+    assert!(user.contains("next check.\n\n- Is the disk below 90%?\n- Any failed backups?\n\n"), "{user}");
     let show = p.show(1).await;
     assert_eq!(show["status"], "silent");
     assert!(show["tokens"]["prompt"].as_u64().unwrap() > 0, "{show}");
@@ -93,12 +94,36 @@ async fn outside_active_hours_a_beat_is_quiet_unless_forced() {
     let r = heartbeat::beat(&engine, t("2026-11-23T06:59:00Z"), false, "heartbeat").await.unwrap();
     assert_eq!(r.status, RunStatus::Skipped);
     assert_eq!(mock.request_count(), 0);
-    mock.push(text("HEARTBEAT_OK"));
+    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK")]);
     let r = heartbeat::beat(&engine, t("2026-11-23T07:00:00Z"), false, "heartbeat").await.unwrap();
     assert_eq!(r.status, RunStatus::Silent);
     // --force ignores the hours.
-    mock.push(text("HEARTBEAT_OK."));
+    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK.")]);
     let r = heartbeat::beat(&engine, t("2026-11-22T22:30:00Z"), true, "manual").await.unwrap();
     assert_eq!(r.status, RunStatus::Silent);
-    assert_eq!(mock.request_count(), 2);
+    assert_eq!(mock.request_count(), 4);
+}
+
+#[tokio::test]
+async fn an_all_is_well_that_checked_nothing_is_not_believed() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(&mock.base_url(), CONFIG);
+    p.write("HEARTBEAT.md", "- Read backup.log and report failures.\n");
+    p.write("backup.log", "02:00 backup of /srv FAILED\n");
+    mock.push_all([
+        text("HEARTBEAT_OK"),
+        tool_call("file_read", serde_json::json!({"path": "backup.log"})),
+        text("The backup of /srv failed at 02:00."),
+    ]);
+    let o = p.run_async(&["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    assert_eq!(o.json()["output"], "The backup of /srv failed at 02:00.");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let nudge = crate::common::last_message(&requests[1])["content"].as_str().unwrap().to_string();
+    assert!(nudge.starts_with("You answered HEARTBEAT_OK without running any check."), "{nudge}");
+    // Both turns' tokens are counted.
+    let show = p.show(1).await;
+    assert_eq!(show["iterations"], 3, "{show}");
+    mock.assert_clean();
 }
