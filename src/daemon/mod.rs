@@ -315,9 +315,11 @@ impl Scheduler {
         for d in &loaded.diagnostics.0 {
             tracing::debug!("{d}");
         }
-        tracing::info!(routines = next.len(), "Routines reloaded.");
-        if let Err(e) = self.set_routines(next) {
-            tracing::error!(error = %e, "Could not apply the reloaded routines.");
+        // Logged once in effect: schedules, file watches and webhook routes.
+        let count = next.len();
+        match self.set_routines(next) {
+            Ok(()) => tracing::info!(routines = count, "Routines reloaded."),
+            Err(e) => tracing::error!(error = %e, "Could not apply the reloaded routines."),
         }
     }
 }
