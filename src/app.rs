@@ -55,7 +55,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Deliver { retry: _, json } => commands::deliver::retry(config, json).await,
         Command::Chat => crate::chat::run(config).await,
         Command::Daemon => commands::daemon::run(config).await,
-        Command::Heartbeat { force, json } => commands::heartbeat::run(config, force, json).await,
+        Command::Heartbeat { force, greeting, json } => commands::heartbeat::run(config, force, greeting, json).await,
     }
 }
 

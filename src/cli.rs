@@ -92,11 +92,16 @@ pub enum Command {
         json: bool,
     },
     /// One heartbeat check-in now: the agent goes through the checklist and
-    /// reports only what needs attention.
+    /// reports only what needs attention. With --greeting, one greeting.
     Heartbeat {
-        /// Beat even outside `heartbeat.active_hours`.
+        /// Beat even outside `heartbeat.active_hours`; with --greeting, also
+        /// ignore `max_per_day` and `min_gap`.
         #[arg(long)]
         force: bool,
+        /// Send one greeting now instead of beating (it counts toward the
+        /// day's `max_per_day`).
+        #[arg(long)]
+        greeting: bool,
         #[arg(long)]
         json: bool,
     },

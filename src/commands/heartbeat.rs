@@ -1,4 +1,5 @@
-//! `routines heartbeat [--force]`: one check-in now.
+//! `routines heartbeat [--force] [--greeting]`: one check-in, or one
+//! greeting, now.
 
 use std::process::ExitCode;
 
@@ -11,11 +12,16 @@ use serde_json::json;
 use super::print_json;
 use crate::app::engine;
 
-pub async fn run(config: Config, force: bool, json_out: bool) -> anyhow::Result<ExitCode> {
-    let quiet = heartbeat::prepare(&config, Utc::now(), force).map_err(anyhow::Error::msg)?.is_err();
-    // A quiet beat calls no model, so it needs none configured.
-    let engine = engine(config, !quiet)?;
-    let report = heartbeat::beat(&engine, Utc::now(), force, "manual").await?;
+pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) -> anyhow::Result<ExitCode> {
+    let report = if greeting {
+        let engine = engine(config, true)?;
+        heartbeat::greeting::greet_now(&engine, Utc::now(), force).await?
+    } else {
+        let quiet = heartbeat::prepare(&config, Utc::now(), force).map_err(anyhow::Error::msg)?.is_err();
+        // A quiet beat calls no model, so it needs none configured.
+        let engine = engine(config, !quiet)?;
+        heartbeat::beat(&engine, Utc::now(), force, "manual").await?
+    };
     if json_out {
         print_json(&json!({
             "run_id": report.run_id,
@@ -27,9 +33,17 @@ pub async fn run(config: Config, force: bool, json_out: bool) -> anyhow::Result<
     } else {
         match report.status {
             RunStatus::Succeeded => println!("{}", report.output.as_deref().unwrap_or("")),
+            RunStatus::Silent if greeting => eprintln!("the model sent no greeting (run {})", report.run_id),
             RunStatus::Silent => eprintln!("nothing needs attention (run {})", report.run_id),
             RunStatus::Skipped => eprintln!("skipped: {}", report.error.as_deref().unwrap_or("")),
-            _ => eprintln!("error: {}", report.error.as_deref().unwrap_or("the heartbeat failed")),
+            _ => eprintln!(
+                "error: {}",
+                report.error.as_deref().unwrap_or(if greeting {
+                    "the greeting failed"
+                } else {
+                    "the heartbeat failed"
+                })
+            ),
         }
         for d in &report.deliveries {
             match &d.error {

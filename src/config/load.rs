@@ -272,13 +272,46 @@ fn resolve(
     if raw.limits.max_concurrent_runs == 0 {
         problem(&["limits", "max_concurrent_runs"], "max_concurrent_runs must be at least 1".into(), None);
     }
+    let parse_time = |value: &str| chrono::NaiveTime::parse_from_str(value, "%H:%M");
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
-            if chrono::NaiveTime::parse_from_str(value, "%H:%M").is_err() {
+            if parse_time(value).is_err() {
                 problem(
                     &["heartbeat", "active_hours", field],
                     format!("`{value}` is not a time of day"),
                     Some("write it as HH:MM, e.g. 08:00".into()),
+                );
+            }
+        }
+    }
+    let greeting = &raw.heartbeat.greeting;
+    if greeting.enabled {
+        let (start, end) = match &raw.heartbeat.active_hours {
+            Some(h) => (h.start.as_str(), h.end.as_str()),
+            None => crate::heartbeat::greeting::DEFAULT_HOURS,
+        };
+        if greeting.max_per_day == 0 {
+            problem(
+                &["heartbeat", "greeting", "max_per_day"],
+                "max_per_day must be at least 1".into(),
+                Some("set `enabled: false` to send no greetings".into()),
+            );
+        } else if let (Ok(s), Ok(e)) = (parse_time(start), parse_time(end)) {
+            let mut window = e - s;
+            if window <= chrono::TimeDelta::zero() {
+                window += chrono::TimeDelta::days(1);
+            }
+            let gap = chrono::TimeDelta::from_std(greeting.min_gap.get()).unwrap_or(chrono::TimeDelta::MAX);
+            let needed = gap.checked_mul(i32::try_from(greeting.max_per_day - 1).unwrap_or(i32::MAX));
+            if needed.is_none_or(|n| n >= window) {
+                let fit = (window.num_seconds() - 1) / gap.num_seconds().max(1) + 1;
+                problem(
+                    &["heartbeat", "greeting", "max_per_day"],
+                    format!(
+                        "{} greetings at least {} apart do not fit in the greeting hours {start}–{end}",
+                        greeting.max_per_day, greeting.min_gap
+                    ),
+                    Some(format!("at most {fit} fit; lower max_per_day or min_gap, or widen heartbeat.active_hours")),
                 );
             }
         }
@@ -480,6 +513,34 @@ mod tests {
                 "/cfg/routines.yaml:10:26: `8am` is not a time of day\n  help: write it as HH:MM, e.g. 08:00",
             ]
         );
+    }
+
+    #[test]
+    fn greetings_must_fit_in_their_hours() {
+        let valid = |text: &str| from_str(Path::new("/cfg/routines.yaml"), text, &env(&[])).is_ok();
+        let text = "heartbeat:\n  active_hours: { start: '09:00', end: '17:00' }\n  greeting: { enabled: true, max_per_day: 3, min_gap: 4h }\n";
+        assert_eq!(
+            errors(text),
+            vec![
+                "/cfg/routines.yaml:3:43: 3 greetings at least 4h apart do not fit in the greeting hours 09:00–17:00\n  help: at most 2 fit; lower max_per_day or min_gap, or widen heartbeat.active_hours",
+            ]
+        );
+        // Without active hours greetings fall in 08:00–22:00; a window may cross midnight.
+        assert!(valid("heartbeat:\n  greeting: { enabled: true, max_per_day: 3, min_gap: 4h }\n"));
+        let night = "heartbeat:\n  active_hours: { start: '22:00', end: '06:00' }\n  greeting: { enabled: true, max_per_day: 2, min_gap: 7h }\n";
+        assert!(valid(night));
+        let zero = "heartbeat:\n  greeting:\n    enabled: true\n    max_per_day: 0\n";
+        assert_eq!(
+            errors(zero),
+            vec![
+                "/cfg/routines.yaml:4:18: max_per_day must be at least 1\n  help: set `enabled: false` to send no greetings"
+            ]
+        );
+        // A window that ends when it starts is the whole day.
+        let all_day = "heartbeat:\n  active_hours: { start: '08:00', end: '08:00' }\n  greeting: { enabled: true, max_per_day: 6, min_gap: 4h }\n";
+        assert!(valid(all_day));
+        // Switched off, the numbers are not checked.
+        assert!(valid("heartbeat:\n  greeting: { enabled: false, max_per_day: 0 }\n"));
     }
 
     #[test]

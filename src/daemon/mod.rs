@@ -20,6 +20,7 @@ pub mod dispatch;
 pub mod lock;
 pub mod metrics;
 pub mod plan;
+pub mod redeliver;
 pub mod service;
 pub mod watch;
 pub mod webhook;

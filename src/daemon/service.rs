@@ -22,48 +22,6 @@ use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
 use crate::store::StoreError;
 use crate::tools::Registry;
 
-/// Beats every `heartbeat.every` until `stop`; a beat outside active hours
-/// or without a checklist is recorded skipped and calls no model.
-async fn heartbeats(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
-    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
-    loop {
-        let now = clock.now();
-        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
-        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
-        while clock.now() < next {
-            tokio::select! {
-                _ = tokio::time::sleep(super::clock::sleep_for(clock.now(), Some(next))) => {}
-                _ = stop.cancelled() => return,
-            }
-        }
-        match crate::heartbeat::beat(&engine, clock.now(), false, "heartbeat").await {
-            Ok(r) => tracing::info!(run_id = r.run_id, status = %r.status, "Heartbeat."),
-            Err(e) => tracing::error!(error = %e, "The heartbeat could not run."),
-        }
-    }
-}
-
-/// How often the daemon looks for deliveries to attempt again.
-const DELIVERY_RETRY_TICK: Duration = Duration::from_secs(30);
-/// Attempts after which a failed delivery waits for `routines deliver --retry`.
-const MAX_DELIVERY_ATTEMPTS: u32 = 20;
-
-/// Whether a delivery is due for another attempt: never attempted, or
-/// failed and its backoff (1 minute doubling per attempt, at most an hour)
-/// has passed.
-fn delivery_due(d: &crate::store::DeliveryRow, now: chrono::DateTime<chrono::Utc>) -> bool {
-    use crate::store::DeliveryStatus;
-    match d.status {
-        DeliveryStatus::Pending => true,
-        DeliveryStatus::Failed if d.attempts < MAX_DELIVERY_ATTEMPTS => {
-            let wait =
-                chrono::Duration::minutes(1 << d.attempts.saturating_sub(1).min(6)).min(chrono::Duration::hours(1));
-            d.updated_at + wait <= now
-        }
-        _ => false,
-    }
-}
-
 /// How long routine files must be quiet before they are reloaded.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
 
@@ -133,32 +91,26 @@ pub async fn run(
 
     // Failed deliveries, attempted again with backoff (and, at start, those
     // a stopped process left behind).
-    let retry_stop = server_stop.clone();
-    let retry_engine = engine.clone();
-    let retries = tokio::spawn(async move {
-        loop {
-            let now = chrono::Utc::now();
-            match retry_engine.retry_deliveries(&|d| delivery_due(d, now)).await {
-                Ok(done) => {
-                    for r in done {
-                        tracing::info!(run_id = r.row.run_id, target = %r.row.target, status = %r.status.as_str(), error = r.error.as_deref().unwrap_or(""), "Delivery attempted again.");
-                    }
-                }
-                Err(e) => tracing::error!(error = %e, "Could not retry deliveries."),
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(DELIVERY_RETRY_TICK) => {}
-                _ = retry_stop.cancelled() => return,
-            }
-        }
-    });
+    let retries = tokio::spawn(super::redeliver::run_loop(
+        engine.clone(),
+        clock.clone(),
+        super::redeliver::Backoff::default(),
+        server_stop.clone(),
+    ));
 
-    // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`).
+    // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),
+    // and greetings at the day's planned times.
     let beats = config.heartbeat.enabled.then(|| {
         let stop = server_stop.clone();
         let engine = engine.clone();
         let clock = clock.clone();
-        tokio::spawn(async move { heartbeats(engine, clock, stop).await })
+        tokio::spawn(async move { crate::heartbeat::run_loop(engine, clock, stop).await })
+    });
+    let greetings = config.heartbeat.greeting.enabled.then(|| {
+        let stop = server_stop.clone();
+        let engine = engine.clone();
+        let clock = clock.clone();
+        tokio::spawn(async move { crate::heartbeat::greeting::run_loop(engine, clock, stop).await })
     });
 
     // Hot reload; what changed also goes to the watchers and the webhook table.
@@ -185,8 +137,8 @@ pub async fn run(
     drop(reload_watch);
     server_stop.cancel();
     let _ = retries.await;
-    if let Some(beats) = beats {
-        let _ = beats.await;
+    for task in [beats, greetings].into_iter().flatten() {
+        let _ = task.await;
     }
     scheduler.on_change = None;
     dispatcher.shut_down(config.limits.shutdown_grace.get()).await;

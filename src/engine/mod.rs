@@ -405,7 +405,8 @@ impl Engine {
                         }
                     }
                 }
-                if !silent && !heartbeat {
+                // Only a routine of the user's has an approach worth keeping.
+                if !silent && matches!(opts.kind, None | Some(RunKind::Routine)) {
                     self.remember_approach(routine, run_id);
                 }
             }

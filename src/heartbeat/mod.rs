@@ -4,12 +4,17 @@
 //! with an empty or missing checklist, no model call is made: the beat is
 //! recorded as skipped with the reason.
 
+pub mod greeting;
+
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::{DateTime, NaiveTime, Utc};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{ActiveHours, Config};
+use crate::daemon::clock::{Clock, sleep_for};
 use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
 use crate::routine::{Routine, RoutineFile};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
@@ -66,7 +71,8 @@ pub fn is_ok(reply: &str, token: &str) -> bool {
 }
 
 /// Active hours as local times; a window whose end is before its start
-/// crosses midnight (`22:00`–`06:00`).
+/// crosses midnight (`22:00`–`06:00`), and one that ends when it starts
+/// (`00:00`–`00:00`) is the whole day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
     pub start: NaiveTime,
@@ -83,7 +89,13 @@ impl Window {
     }
 
     pub fn contains(&self, t: NaiveTime) -> bool {
-        if self.start <= self.end { self.start <= t && t < self.end } else { t >= self.start || t < self.end }
+        if self.start == self.end {
+            true
+        } else if self.start < self.end {
+            self.start <= t && t < self.end
+        } else {
+            t >= self.start || t < self.end
+        }
     }
 }
 
@@ -158,17 +170,29 @@ fn prompt(checklist: &str, token: &str) -> String {
 /// prompt does not grow).
 fn routine(config: &Config, checklist: &str) -> Result<Routine, EngineError> {
     let hb = &config.heartbeat;
-    let mut spec: RoutineFile = serde_json::from_value(json!({
-        "name": NAME,
-        "prompt": prompt(checklist, &hb.ok_token),
-        "silent_token": hb.ok_token,
-        "timeout": "10m",
-        "overlap": "skip",
-    }))
-    .map_err(|e| EngineError::Setup(format!("heartbeat: {e}")))?;
-    spec.deliver = hb.deliver.clone();
+    builtin_routine(
+        config,
+        NAME,
+        json!({
+            "prompt": prompt(checklist, &hb.ok_token),
+            "silent_token": hb.ok_token,
+            "timeout": "10m",
+            "overlap": "skip",
+        }),
+    )
+}
+
+/// A built-in routine (the heartbeat, greetings): `spec` as a routine file
+/// would have it, in the engine's zone, delivering to `heartbeat.deliver`.
+fn builtin_routine(config: &Config, name: &str, mut spec: serde_json::Value) -> Result<Routine, EngineError> {
+    if let Some(map) = spec.as_object_mut() {
+        map.insert("name".into(), json!(name));
+    }
+    let mut spec: RoutineFile =
+        serde_json::from_value(spec).map_err(|e| EngineError::Setup(format!("built-in routine {name}: {e}")))?;
+    spec.deliver = config.heartbeat.deliver.clone();
     Ok(Routine {
-        name: NAME.into(),
+        name: name.into(),
         file: config.file.clone().unwrap_or_default(),
         zone: config.timezone,
         spec,
@@ -193,34 +217,84 @@ pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &st
 }
 
 fn record_quiet(engine: &Engine, quiet: &Quiet, trigger: &str) -> Result<RunReport, EngineError> {
-    let run_id = engine.store.create_run(&NewRun {
-        kind: RunKind::Heartbeat,
-        routine: Some(NAME.into()),
-        trigger: trigger.into(),
-        scheduled_for: None,
-        status: RunStatus::Queued,
+    let skipped = Skipped { kind: RunKind::Heartbeat, trigger, scheduled_for: None, reason: "quiet" };
+    let run_id = skipped.record(engine, &quiet.to_string())?.ok_or_else(|| {
+        EngineError::Setup("a quiet beat has no instant, so it cannot have been recorded already".into())
     })?;
-    let why = quiet.to_string();
-    engine.store.finish_run(
+    Ok(skipped_report(NAME, run_id, quiet.to_string()))
+}
+
+/// A built-in run that makes no model call, to record as `skipped`.
+struct Skipped<'a> {
+    kind: RunKind,
+    trigger: &'a str,
+    scheduled_for: Option<DateTime<Utc>>,
+    reason: &'static str,
+}
+
+impl Skipped<'_> {
+    /// Records it with `why`; `None` when its instant was recorded already.
+    fn record(&self, engine: &Engine, why: &str) -> Result<Option<i64>, EngineError> {
+        let name = if self.kind == RunKind::Greeting { greeting::NAME } else { NAME };
+        let run_id = match engine.store.create_run(&NewRun {
+            kind: self.kind,
+            routine: Some(name.into()),
+            trigger: self.trigger.into(),
+            scheduled_for: self.scheduled_for,
+            status: RunStatus::Queued,
+        }) {
+            Ok(id) => id,
+            Err(crate::store::StoreError::DuplicateFire { .. }) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        engine.store.finish_run(
+            run_id,
+            &RunOutcome {
+                status: RunStatus::Skipped,
+                output: None,
+                error: Some(why.into()),
+                prompt_tokens: 0,
+                completion_tokens: 0,
+                iterations: 0,
+                reason: Some(self.reason),
+            },
+        )?;
+        Ok(Some(run_id))
+    }
+}
+
+/// The report of a run that was skipped because of `why`.
+fn skipped_report(name: &str, run_id: i64, why: String) -> RunReport {
+    RunReport {
         run_id,
-        &RunOutcome {
-            status: RunStatus::Skipped,
-            output: None,
-            error: Some(why.clone()),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            iterations: 0,
-            reason: Some("quiet"),
-        },
-    )?;
-    Ok(RunReport {
-        run_id,
-        routine: NAME.into(),
+        routine: name.into(),
         status: RunStatus::Skipped,
         output: None,
         error: Some(why),
         deliveries: Vec::new(),
-    })
+    }
+}
+
+/// Beats every `heartbeat.every` until `stop`, at multiples of it since the
+/// epoch on the injected clock; a beat outside active hours or without a
+/// checklist is recorded skipped and calls no model.
+pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
+    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
+    loop {
+        let now = clock.now();
+        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
+        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
+        while clock.now() < next {
+            tokio::select! {
+                _ = tokio::time::sleep(sleep_for(clock.now(), Some(next))) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+        match beat(&engine, clock.now(), false, "heartbeat").await {
+            Ok(r) => tracing::info!(run_id = r.run_id, status = %r.status, "Heartbeat."),
+            Err(e) => tracing::error!(error = %e, "The heartbeat could not run."),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -262,6 +336,8 @@ mod tests {
         let night = Window { start: t("22:00"), end: t("06:00") };
         assert!(night.contains(t("23:30")) && night.contains(t("05:59")));
         assert!(!night.contains(t("12:00")));
+        let all_day = Window { start: t("07:00"), end: t("07:00") };
+        assert!(all_day.contains(t("06:59")) && all_day.contains(t("07:00")) && all_day.contains(t("23:59")));
         let bad = ActiveHours { start: "8am".into(), end: "22:00".into() };
         assert_eq!(Window::parse(&bad).unwrap_err(), "heartbeat.active_hours.start `8am` is not a time like 08:00");
     }

@@ -232,12 +232,10 @@ fn check(
                 .with_hint("use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
         );
     }
-    if name == crate::heartbeat::NAME {
-        diags.push(
-            at.error(&["name"], format!("the name `{name}` belongs to the built-in heartbeat's runs")).with_hint(
-                "choose another name; the check-in itself is configured under `heartbeat:` in routines.yaml",
-            ),
-        );
+    if name == crate::heartbeat::NAME || name == crate::heartbeat::greeting::NAME {
+        diags.push(at.error(&["name"], format!("the name `{name}` belongs to the built-in {name}'s runs")).with_hint(
+            "choose another name; heartbeats and greetings are configured under `heartbeat:` in routines.yaml",
+        ));
     }
 
     // The prompt.

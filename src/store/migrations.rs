@@ -13,12 +13,22 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON)];
+pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS)];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// The greeting times of each day, decided once and kept, so a restarted
+/// daemon keeps the day's plan instead of drawing new times.
+const V4_GREETINGS: &str = r#"
+CREATE TABLE greeting_plans (
+    day         TEXT PRIMARY KEY,            -- local date (engine timezone) the active hours start on
+    slots       TEXT NOT NULL,               -- JSON array of instants, RFC 3339 UTC
+    created_at  TEXT NOT NULL
+);
+"#;
 
 /// What the daemon needs: the last scheduled instant of each routine (for
 /// catch-up after downtime), why a run was skipped or interrupted, and the

@@ -9,6 +9,7 @@
 //! Timestamps are stored as RFC 3339 text in UTC with millisecond precision
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
+mod greetings;
 mod history;
 pub mod migrations;
 mod runs;
@@ -22,6 +23,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::Connection;
 use rusqlite::types::Type;
 
+pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
 pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
@@ -214,6 +216,7 @@ mod tests {
             table_names(&store),
             [
                 "deliveries",
+                "greeting_plans",
                 "memories",
                 "memories_fts",
                 "run_events",

@@ -169,7 +169,7 @@ pub(super) const RUN_COLUMNS: &str = "id, kind, routine, trigger, scheduled_for,
 const EVENT_COLUMNS: &str = "id, run_id, seq, at, kind, tool, status, arguments, detail, \
      prompt_tokens, completion_tokens, duration_ms";
 
-fn enum_column<T: FromStr<Err = UnknownVariant>>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
+pub(super) fn enum_column<T: FromStr<Err = UnknownVariant>>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
     let text: String = row.get(idx)?;
     text.parse().map_err(|e| rusqlite::Error::FromSqlConversionFailure(idx, Type::Text, Box::new(e)))
 }

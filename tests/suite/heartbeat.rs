@@ -127,3 +127,49 @@ async fn an_all_is_well_that_checked_nothing_is_not_believed() {
     assert_eq!(show["iterations"], 3, "{show}");
     mock.assert_clean();
 }
+
+#[tokio::test]
+async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(
+        &mock.base_url(),
+        "heartbeat:\n  active_hours: { start: \"00:00\", end: \"00:00\" }\n  \
+         greeting: { enabled: true, max_per_day: 3, min_gap: 4h }\n  \
+         deliver: [ { file: { path: greeting.md } } ]\n",
+    );
+    {
+        let store = routines::store::Store::open(&p.path().join(".routines/routines.db")).unwrap();
+        let memory = routines::memory::Memory::new(store);
+        memory.store("project", "The user is rewriting the YAML parser of routines in Rust.", "core").unwrap();
+        memory.store("routine:report:approach", "APPROACH-NOTE of a routine", "core").unwrap();
+        memory.store("turn:routine:report:20261122T000000Z", "ROUTINE-TURN summary", "conversation").unwrap();
+    }
+    mock.push(text("Morning! How is the YAML parser rewrite coming along?"));
+    let o = p.run_async(&["heartbeat", "--greeting", "--json"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    assert_eq!(p.read("greeting.md"), "Morning! How is the YAML parser rewrite coming along?\n");
+    let request = &mock.requests()[0];
+    let user = crate::common::last_message(request)["content"].as_str().unwrap().to_string();
+    assert!(user.starts_with("Write a short greeting to the user"), "{user}");
+    assert!(user.contains("- The user is rewriting the YAML parser of routines in Rust."), "{user}");
+    assert!(!user.contains("APPROACH-NOTE") && !user.contains("ROUTINE-TURN"), "{user}");
+    assert!(request.get("tools").is_none(), "a greeting gets no tools: {request}");
+
+    // A second one within min_gap is refused without a model call.
+    let o = p.run_async(&["heartbeat", "--greeting"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    assert!(o.stderr.starts_with("skipped: the last greeting was sent at "), "{}", o.stderr);
+    assert!(o.stderr.ends_with(", less than min_gap (4h) before\n"), "{}", o.stderr);
+    assert_eq!(mock.request_count(), 1);
+    // --force sends it anyway, and tells the model the previous greeting.
+    mock.push(text("Hello again."));
+    let o = p.run_async(&["heartbeat", "--greeting", "--force"]).await;
+    assert_eq!((o.code, o.stdout.as_str()), (0, "Hello again.\n"), "{o:?}");
+    let user = crate::common::last_message(&mock.requests()[1])["content"].as_str().unwrap().to_string();
+    assert!(user.contains("Your previous greeting was: \"Morning! How is the YAML parser rewrite coming along?\""));
+    let history = p.run_async(&["history", "greeting", "--json"]).await.json();
+    let statuses: Vec<&str> = history.as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["succeeded", "skipped", "succeeded"]);
+    mock.assert_clean();
+}

@@ -1,7 +1,18 @@
 //! Mail delivery end to end: `routines run` against a real SMTP server
 //! process, a server that is down (the message kept in the outbox and sent
-//! once by `deliver --retry`), a crash between sending and recording (never
+//! once by `deliver --retry`, or by the daemon's retries), a crash between sending and recording (never
 //! sent twice), and the outbox transport of a fresh setup.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use routines::config::{self, ProcessEnv};
+use routines::daemon::clock::SystemClock;
+use routines::daemon::redeliver::{self, Backoff};
+use routines::engine::Engine;
+use routines::llm::OpenAiProvider;
+use routines::store::{DeliveryRow, DeliveryStatus};
+use tokio_util::sync::CancellationToken;
 
 use crate::common::mock_llm::{MockLlm, text};
 use crate::common::smtp::{Mode, SmtpServer, parse_eml};
@@ -62,15 +73,21 @@ async fn a_run_mails_its_report_with_headers_body_and_attachment() {
     assert!(outbox(&p).is_empty());
 }
 
+/// Runs `report` (its output "Disk at 91%.") while nothing listens on the
+/// SMTP port: the run succeeds, its mail fails and is kept.
+async fn run_with_the_server_down(mock: &MockLlm) -> (Project, u16) {
+    mock.push(text("Disk at 91%."));
+    let port = free_port();
+    let p = project(mock, port);
+    let o = p.run_async(&["run", "report"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    (p, port)
+}
+
 #[tokio::test]
 async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_once() {
     let mock = MockLlm::start().await;
-    mock.push(text("Disk at 91%."));
-    let port = free_port();
-    let p = project(&mock, port);
-    // Nothing listens on the port: the run succeeds, its mail fails and is kept.
-    let o = p.run_async(&["run", "report"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let (p, port) = run_with_the_server_down(&mock).await;
     let show = p.run(&["show", "1", "--json"]).json();
     assert_eq!(show["deliveries"][0]["status"], "failed");
     let error = show["deliveries"][0]["error"].as_str().unwrap();
@@ -88,6 +105,59 @@ async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_onc
     assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
     let got = smtp.received();
     assert_eq!(got.len(), 1);
+    assert_eq!(got[0].parsed.parts[0].content.trim_end(), "Disk at 91%.");
+    assert!(outbox(&p).is_empty(), "sent messages leave the outbox");
+}
+
+/// Waits (up to 30 s) until run 1's first delivery satisfies `done`.
+async fn wait_for_delivery(engine: &Engine, what: &str, done: impl Fn(&DeliveryRow) -> bool) -> DeliveryRow {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let row = engine.store.deliveries(1).unwrap().remove(0);
+        if done(&row) {
+            return row;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}: {row:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_daemons_retries_send_a_kept_message_once_the_server_is_up() {
+    let mock = MockLlm::start().await;
+    let (p, port) = run_with_the_server_down(&mock).await;
+    assert_eq!(outbox(&p).len(), 1);
+
+    // The daemon's retry loop, with waits short enough for a test.
+    let config = config::load(Some(&p.path().join("routines.yaml")), p.path(), &ProcessEnv).unwrap();
+    let provider = OpenAiProvider::new(crate::common::provider_options(&mock)).unwrap();
+    let engine = Arc::new(Engine::open(config, Arc::new(provider), "m").unwrap());
+    let backoff = Backoff {
+        tick: Duration::from_millis(20),
+        first: Duration::from_millis(50),
+        max: Duration::from_millis(100),
+        max_attempts: 1000,
+    };
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(redeliver::run_loop(engine.clone(), Arc::new(SystemClock), backoff, stop.clone()));
+    // While the server is down, each attempt fails and the message stays kept.
+    let row = wait_for_delivery(&engine, "two more attempts failed", |d| d.attempts >= 3).await;
+    assert_eq!(row.status, DeliveryStatus::Failed);
+    assert_eq!(outbox(&p).len(), 1);
+
+    let smtp = SmtpServer::start_with(Mode::Plain, None, None, port);
+    let row = wait_for_delivery(&engine, "it was delivered", |d| d.status == DeliveryStatus::Delivered).await;
+    assert_eq!(row.error, None);
+    // Later passes leave a delivered message alone.
+    let attempts = row.attempts;
+    mock.push(text("Disk at 92%."));
+    let o = p.run_async(&["run", "report"]).await;
+    assert_eq!(o.code, 0, "{o:?}");
+    stop.cancel();
+    task.await.unwrap();
+    assert_eq!(engine.store.deliveries(1).unwrap()[0].attempts, attempts);
+    let got = smtp.received();
+    assert_eq!(got.len(), 2, "the kept message once, and the second run's");
     assert_eq!(got[0].parsed.parts[0].content.trim_end(), "Disk at 91%.");
     assert!(outbox(&p).is_empty(), "sent messages leave the outbox");
 }

@@ -1,6 +1,7 @@
 mod agent;
 mod agent_tools;
 mod chat;
+mod checkins;
 mod config_cli;
 mod daemon_process;
 mod daemon_schedule;

@@ -249,7 +249,12 @@ const CASES: &[(&str, &str, &str)] = &[
     (
         "heartbeat",
         "prompt: hi\n",
-        "routines/heartbeat.yaml:1:1: the name `heartbeat` belongs to the built-in heartbeat's runs\n  help: choose another name; the check-in itself is configured under `heartbeat:` in routines.yaml\n",
+        "routines/heartbeat.yaml:1:1: the name `heartbeat` belongs to the built-in heartbeat's runs\n  help: choose another name; heartbeats and greetings are configured under `heartbeat:` in routines.yaml\n",
+    ),
+    (
+        "greeting",
+        "prompt: hi\n",
+        "routines/greeting.yaml:1:1: the name `greeting` belongs to the built-in greeting's runs\n  help: choose another name; heartbeats and greetings are configured under `heartbeat:` in routines.yaml\n",
     ),
     (
         "yaml-syntax",
