@@ -154,6 +154,13 @@ impl Agent {
 
     /// Puts the agent in routine mode: the system prompt gains the Routine
     /// execution section, and approval comes only from the routine's grants.
+    /// The agent, storing no summary of its turns in memory (it still
+    /// recalls and may store through its tools).
+    pub fn without_turn_memory(mut self) -> Self {
+        self.opts.remember_turns = false;
+        self
+    }
+
     pub fn set_routine_name(&mut self, name: &str) {
         let silent_token = self.routine.as_ref().and_then(|r| r.silent_token.clone());
         self.routine = Some(RoutineContext { name: name.to_string(), silent_token, approach: None });

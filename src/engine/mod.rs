@@ -75,6 +75,18 @@ pub struct RunOptions {
     /// is silent when its reply is the ok token, loosely matched
     /// ([`crate::heartbeat::is_ok`]).
     pub kind: Option<RunKind>,
+    /// A heartbeat's checklist: an all-is-well reply after checks is
+    /// reviewed against it ([`crate::heartbeat::review_prompt`]).
+    pub checklist: Option<String>,
+}
+
+/// How a heartbeat's all-is-well is checked.
+#[derive(Debug, Clone, Copy)]
+struct Verify<'a> {
+    /// The ok token.
+    token: &'a str,
+    /// The checklist, for the review of an ok after checks.
+    checklist: Option<&'a str>,
 }
 
 /// One delivery attempted again by [`Engine::retry_deliveries`].
@@ -340,6 +352,10 @@ impl Engine {
         self.store.set_run_detail(run_id, &detail)?;
 
         let mut agent = match self.agent_for(routine) {
+            // Beats and greetings repeat themselves: their turns would fill
+            // memory, and recalled, teach a small model to answer the same
+            // (the ok token without checking, yesterday's greeting).
+            Ok(a) if matches!(opts.kind, Some(RunKind::Heartbeat | RunKind::Greeting)) => a.without_turn_memory(),
             Ok(a) => a,
             Err(e) => {
                 outcome.error = Some(format!("cannot set up the agent: {e}"));
@@ -358,7 +374,8 @@ impl Engine {
         }
 
         let deadline = Instant::now() + routine.spec.timeout.get();
-        let verify_ok = (opts.kind == Some(RunKind::Heartbeat)).then_some(routine.spec.silent_token.as_str());
+        let verify_ok = (opts.kind == Some(RunKind::Heartbeat))
+            .then(|| Verify { token: &routine.spec.silent_token, checklist: opts.checklist.as_deref() });
         let mut earlier = crate::agent::TurnStats::default();
         // Dropping the agent's future on timeout or cancellation kills the
         // process groups of its shell commands.
@@ -457,10 +474,13 @@ impl Engine {
         }
     }
 
-    /// [`Engine::attempts`]; with `verify_ok` (a heartbeat's ok token), an
-    /// "all is well" that ran no tool at all is not believed: the agent is
-    /// asked once to do the checks (small models answer the token at once).
-    /// `earlier` receives the stats of that first turn.
+    /// [`Engine::attempts`]; with `verify_ok` (a heartbeat), an "all is
+    /// well" is checked: one that ran no tool at all is not believed, and
+    /// the agent is asked once to do the checks (small models answer the
+    /// token at once); one after checks is reviewed by a short model call
+    /// that sees only the checklist and what the checks returned (small
+    /// models answer the token even after reading an ERROR line). `earlier`
+    /// receives the stats of the turns and calls before the last.
     #[allow(clippy::too_many_arguments)]
     async fn checked_attempts(
         &self,
@@ -470,21 +490,88 @@ impl Engine {
         run_id: i64,
         detail: &mut RunDetail,
         deadline: Instant,
-        verify_ok: Option<&str>,
+        verify_ok: Option<Verify<'_>>,
         earlier: &mut crate::agent::TurnStats,
     ) -> Result<String, AgentError> {
-        let reply = self.attempts(routine, agent, prompt, run_id, detail, deadline).await?;
-        let Some(token) = verify_ok else { return Ok(reply) };
-        if !crate::heartbeat::is_ok(&reply, token) || agent.last_turn().tool_calls > 0 || agent.tool_specs().is_empty()
-        {
+        let mut reply = self.attempts(routine, agent, prompt, run_id, detail, deadline).await?;
+        let Some(verify) = verify_ok else { return Ok(reply) };
+        if !crate::heartbeat::is_ok(&reply, verify.token) {
             return Ok(reply);
         }
-        *earlier = agent.last_turn();
-        let nudge = format!(
-            "You answered {token} without running any check. Do the first check now with a tool call, then the \
-             others, and then answer as asked."
+        if agent.last_turn().tool_calls == 0 && !agent.tool_specs().is_empty() {
+            *earlier = agent.last_turn();
+            let nudge = format!(
+                "You answered {} without running any check. Do the first check now with a tool call, then the \
+                 others, and then answer as asked.",
+                verify.token
+            );
+            reply = self.attempts(routine, agent, &nudge, run_id, detail, deadline).await?;
+        }
+        if crate::heartbeat::is_ok(&reply, verify.token) {
+            if let Some(checklist) = verify.checklist {
+                if let Some(second) = self.review(agent, checklist, verify.token, run_id, earlier).await {
+                    reply = second;
+                }
+            }
+        }
+        Ok(reply)
+    }
+
+    /// The review of an all-is-well beat (see [`Engine::checked_attempts`]):
+    /// its reply, or `None` when there is nothing to review or the call
+    /// failed (the beat's own answer stands). Recorded as a model call; its
+    /// tokens are added to `earlier`.
+    async fn review(
+        &self,
+        agent: &Agent,
+        checklist: &str,
+        token: &str,
+        run_id: i64,
+        earlier: &mut crate::agent::TurnStats,
+    ) -> Option<String> {
+        let prompt = crate::heartbeat::review_prompt(checklist, agent.history(), token)?;
+        let request = crate::llm::ChatRequest {
+            model: agent.options().model.clone(),
+            messages: vec![
+                crate::llm::Message::system("You review the results of checks against a checklist."),
+                crate::llm::Message::user(prompt),
+            ],
+            tools: Arc::from(Vec::new()),
+            temperature: Some(0.2),
+            max_tokens: self.config.provider.max_tokens,
+        };
+        let started = Instant::now();
+        let result = self.provider.chat(&request).await;
+        let (status, detail, usage) = match &result {
+            Ok(r) => ("ok", "review of what the checks returned".to_string(), r.usage),
+            Err(e) => ("error", format!("review of what the checks returned: {e}"), Default::default()),
+        };
+        let recorded = self.store.record_event(
+            run_id,
+            &crate::store::NewEvent {
+                kind: "model_call",
+                tool: None,
+                status,
+                arguments: None,
+                detail: Some(&detail),
+                prompt_tokens: Some(usage.prompt_tokens),
+                completion_tokens: Some(usage.completion_tokens),
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
         );
-        self.attempts(routine, agent, &nudge, run_id, detail, deadline).await
+        if let Err(e) = recorded {
+            tracing::warn!(run_id, error = %e, "Could not record the heartbeat review.");
+        }
+        earlier.iterations += 1;
+        earlier.prompt_tokens += usage.prompt_tokens;
+        earlier.completion_tokens += usage.completion_tokens;
+        match result {
+            Ok(r) => r.content.map(|c| c.trim().to_string()).filter(|c| !c.is_empty()),
+            Err(e) => {
+                tracing::warn!(run_id, error = %e, "The heartbeat review failed; the beat's own answer stands.");
+                None
+            }
+        }
     }
 
     /// `process_message`, retried on provider failures with backoff, within the deadline.

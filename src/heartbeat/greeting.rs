@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use rand::Rng;
 use serde_json::json;
@@ -281,17 +281,19 @@ async fn execute(
 /// memory (their conversations and lasting facts, not the routines' own
 /// notes), and the previous greeting is shown so the next one differs.
 const PROMPT: &str = "\
-Write a short greeting to the user: one to three friendly sentences, the way a colleague who knows \
-their work says hello. It is {{ vars.local_time }}.
+It is {{ vars.part_of_day }} ({{ vars.local_time }}). Write a short, warm greeting for the \
+{{ vars.part_of_day }} to the user, like a colleague saying hello in passing: one or two sentences.
 {% if vars.recent %}
-What you know about what the user has been working on lately, newest first:
+Lately the user has been working on:
 {{ vars.recent }}
 
-Mention one concrete thing from this, in your own words.
+Refer to one of these in your own words, for example: \"Hi! Hope the database migration is going \
+smoothly.\"
+{% else %}For example: \"Hi! Hope your week is going well.\"
 {% endif %}{% if vars.previous %}
-Your previous greeting was: \"{{ vars.previous }}\". Say something different.
+Do not repeat your previous greeting: \"{{ vars.previous }}\"
 {% endif %}
-Do not ask the user to do anything and do not offer help. Reply with the greeting only.";
+This is a greeting, not a conversation: no questions, no offers of help. Reply with the greeting only.";
 
 /// Memories a greeting may mention: the newest that are about the user
 /// (not routine approaches or routine turns, which are the agent's own).
@@ -316,10 +318,21 @@ fn vars(engine: &Engine, at: DateTime<Utc>) -> Result<BTreeMap<String, String>, 
         .map(|o| clip(&o, 300))
         .unwrap_or_default();
     Ok(BTreeMap::from([
-        ("local_time".to_string(), format!("{} {}", now.weekday(), now.format("%H:%M"))),
+        ("local_time".to_string(), now.format("%A %H:%M").to_string()),
+        ("part_of_day".to_string(), part_of_day(now.hour()).to_string()),
         ("recent".to_string(), recent.join("\n")),
         ("previous".to_string(), previous),
     ]))
+}
+
+/// What a greeting at `hour` o'clock says good … to.
+fn part_of_day(hour: u32) -> &'static str {
+    match hour {
+        5..=11 => "morning",
+        12..=16 => "afternoon",
+        17..=21 => "evening",
+        _ => "night",
+    }
 }
 
 fn clip(text: &str, max: usize) -> String {

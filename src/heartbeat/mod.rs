@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{ActiveHours, Config};
 use crate::daemon::clock::{Clock, sleep_for};
 use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
+use crate::llm::Message;
 use crate::routine::{Routine, RoutineFile};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
@@ -165,6 +166,54 @@ fn prompt(checklist: &str, token: &str) -> String {
     )
 }
 
+/// How much of one check's output the review sees, and of all of them.
+const REVIEW_PER_CHECK: usize = 2000;
+const REVIEW_TOTAL: usize = 8000;
+
+/// The prompt of the review of an all-is-well beat: the checklist and what
+/// each tool call of the beat returned (from the agent's `history`), and
+/// one question. `None` when no tool returned anything to review. Results
+/// of repeated and unknown calls are left out: they are the agent's own
+/// notes, not what was checked.
+pub fn review_prompt(checklist: &str, history: &[Message], token: &str) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut results = String::new();
+    for call in history.iter().flat_map(|m| &m.tool_calls) {
+        let Some(output) = history.iter().find(|m| m.tool_call_id.as_deref() == Some(call.id.as_str())) else {
+            continue;
+        };
+        let output = output.content.as_deref().unwrap_or("").trim();
+        let key = (call.name.as_str(), call.arguments.as_str());
+        if seen.contains(&key)
+            || output.starts_with("You already called")
+            || output.starts_with("[failed] unknown tool")
+        {
+            continue;
+        }
+        seen.push(key);
+        let shown: String = output.chars().take(REVIEW_PER_CHECK).collect();
+        let cut = if shown.len() < output.len() { "\n[… cut]" } else { "" };
+        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.name, call.arguments);
+        if results.len() + block.len() > REVIEW_TOTAL {
+            results.push_str("[… more results cut]\n");
+            break;
+        }
+        results.push_str(&block);
+    }
+    if results.is_empty() {
+        return None;
+    }
+    // Quoting lines is a task a small model does well; judging "does this
+    // need attention" it does not (a 1.5B model said all was well next to
+    // an ERROR line in most tries, and quoted it in all).
+    Some(format!(
+        "Checklist:\n{}\n\nResults of the checks:\n{results}---\n\n\
+         Quote every line of the results that the checklist says to report, or that shows a problem it asks \
+         about, one per line, and nothing else. If there is no such line, reply with exactly {token}.",
+        checklist.trim_end()
+    ))
+}
+
 /// The routine a beat runs as: the heartbeat's deliveries, the ok token as
 /// the silent token, a fresh history each beat (so a long-running daemon's
 /// prompt does not grow).
@@ -211,7 +260,7 @@ pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &st
     // The prompt is the checklist itself; `{{` in it is not a template.
     let mut routine = routine;
     routine.spec.prompt = Some(format!("{{% raw %}}{}{{% endraw %}}", routine.spec.prompt.unwrap_or_default()));
-    let opts = RunOptions { kind: Some(RunKind::Heartbeat), ..RunOptions::default() };
+    let opts = RunOptions { kind: Some(RunKind::Heartbeat), checklist: Some(checklist), ..RunOptions::default() };
     let trigger = TriggerInfo { kind: trigger.into(), scheduled_for: None, context: json!({}) };
     engine.run(&routine, trigger, &opts, None).await
 }

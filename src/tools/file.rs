@@ -22,7 +22,7 @@ pub struct FileReadArgs {
     pub path: String,
     /// First line to return (1-based).
     pub offset: Option<usize>,
-    /// Number of lines to return.
+    /// Number of lines to return; 0 or absent: to the end.
     pub limit: Option<usize>,
 }
 
@@ -52,11 +52,15 @@ impl Tool for FileRead {
 }
 
 fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
+    // Small models fill in every field, `"offset": 0, "limit": 0`, to mean
+    // the whole file; zero lines is never what they want.
+    let limit = args.limit.filter(|l| *l > 0);
+    let offset = args.offset.filter(|o| *o > 0);
     let meta = std::fs::metadata(path).map_err(|e| io_failure(&args.path, &e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!("`{}` is a directory; use file_list to see what it holds", args.path)));
     }
-    if meta.len() > MAX_READ_BYTES && args.offset.is_none() && args.limit.is_none() {
+    if meta.len() > MAX_READ_BYTES && offset.is_none() && limit.is_none() {
         return Err(ToolError::failed(format!(
             "`{}` is {} bytes, larger than {MAX_READ_BYTES}; read a range with offset and limit",
             args.path,
@@ -68,16 +72,16 @@ fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
         return Err(ToolError::failed(format!("`{}` is a binary file, not text", args.path)));
     }
     let text = String::from_utf8_lossy(&bytes);
-    if args.offset.is_none() && args.limit.is_none() {
+    if offset.is_none() && limit.is_none() {
         return Ok(if text.is_empty() { format!("(`{}` is empty)", args.path) } else { text.into_owned() });
     }
-    let start = args.offset.unwrap_or(1).max(1);
+    let start = offset.unwrap_or(1);
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     if start > total {
         return Err(ToolError::failed(format!("`{}` has {total} lines; offset {start} is past the end", args.path)));
     }
-    let end = args.limit.map_or(total, |l| (start - 1 + l).min(total));
+    let end = limit.map_or(total, |l| (start - 1 + l).min(total));
     let mut out = lines[start - 1..end].join("\n");
     out.push_str(&format!("\n(lines {start}-{end} of {total})"));
     Ok(out)
@@ -221,6 +225,9 @@ mod tests {
         let args = |p: &str, o, l| FileReadArgs { path: p.into(), offset: o, limit: l };
         assert_eq!(FileRead.call(args("a.txt", None, None), &c).await.unwrap(), "one\ntwo\nthree\n");
         assert_eq!(FileRead.call(args("a.txt", Some(2), Some(1)), &c).await.unwrap(), "two\n(lines 2-2 of 3)");
+        // Zeros mean "not given": the whole file, or from the offset to the end.
+        assert_eq!(FileRead.call(args("a.txt", Some(0), Some(0)), &c).await.unwrap(), "one\ntwo\nthree\n");
+        assert_eq!(FileRead.call(args("a.txt", Some(2), Some(0)), &c).await.unwrap(), "two\nthree\n(lines 2-3 of 3)");
         assert_eq!(
             FileRead.call(args("nope.txt", None, None), &c).await.unwrap_err(),
             ToolError::failed("`nope.txt` does not exist; use file_list to see what does")

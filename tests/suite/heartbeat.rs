@@ -38,7 +38,11 @@ async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
     let mock = MockLlm::start().await;
     let p = Project::new(&mock.base_url(), CONFIG);
     p.write("HEARTBEAT.md", "- Is the disk below 90%?\n- Any failed backups?\n");
-    mock.push_all([tool_call("file_list", serde_json::json!({})), text("**HEARTBEAT_OK** — all good.")]);
+    mock.push_all([
+        tool_call("file_list", serde_json::json!({})),
+        text("**HEARTBEAT_OK** — all good."),
+        text("HEARTBEAT_OK"),
+    ]);
     let o = p.run_async(&["heartbeat", "--json"]).await;
     assert_eq!(o.code, 0, "{o:?}");
     assert_eq!(o.json()["status"], "silent");
@@ -94,14 +98,14 @@ async fn outside_active_hours_a_beat_is_quiet_unless_forced() {
     let r = heartbeat::beat(&engine, t("2026-11-23T06:59:00Z"), false, "heartbeat").await.unwrap();
     assert_eq!(r.status, RunStatus::Skipped);
     assert_eq!(mock.request_count(), 0);
-    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK")]);
+    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK"), text("HEARTBEAT_OK")]);
     let r = heartbeat::beat(&engine, t("2026-11-23T07:00:00Z"), false, "heartbeat").await.unwrap();
     assert_eq!(r.status, RunStatus::Silent);
     // --force ignores the hours.
-    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK.")]);
+    mock.push_all([tool_call("file_list", serde_json::json!({})), text("HEARTBEAT_OK."), text("HEARTBEAT_OK")]);
     let r = heartbeat::beat(&engine, t("2026-11-22T22:30:00Z"), true, "manual").await.unwrap();
     assert_eq!(r.status, RunStatus::Silent);
-    assert_eq!(mock.request_count(), 4);
+    assert_eq!(mock.request_count(), 6);
 }
 
 #[tokio::test]
@@ -151,7 +155,8 @@ async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() 
     assert_eq!(p.read("greeting.md"), "Morning! How is the YAML parser rewrite coming along?\n");
     let request = &mock.requests()[0];
     let user = crate::common::last_message(request)["content"].as_str().unwrap().to_string();
-    assert!(user.starts_with("Write a short greeting to the user"), "{user}");
+    assert!(user.starts_with("It is "), "{user}");
+    assert!(user.contains("Write a short, warm greeting for the "), "{user}");
     assert!(user.contains("- The user is rewriting the YAML parser of routines in Rust."), "{user}");
     assert!(!user.contains("APPROACH-NOTE") && !user.contains("ROUTINE-TURN"), "{user}");
     assert!(request.get("tools").is_none(), "a greeting gets no tools: {request}");
@@ -167,9 +172,63 @@ async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() 
     let o = p.run_async(&["heartbeat", "--greeting", "--force"]).await;
     assert_eq!((o.code, o.stdout.as_str()), (0, "Hello again.\n"), "{o:?}");
     let user = crate::common::last_message(&mock.requests()[1])["content"].as_str().unwrap().to_string();
-    assert!(user.contains("Your previous greeting was: \"Morning! How is the YAML parser rewrite coming along?\""));
+    assert!(
+        user.contains(
+            "Do not repeat your previous greeting: \"Morning! How is the YAML parser rewrite coming along?\""
+        )
+    );
     let history = p.run_async(&["history", "greeting", "--json"]).await.json();
     let statuses: Vec<&str> = history.as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["succeeded", "skipped", "succeeded"]);
+    mock.assert_clean();
+}
+
+#[tokio::test]
+async fn an_all_is_well_after_checks_is_reviewed_against_what_they_returned() {
+    let mock = MockLlm::start().await;
+    let p = Project::new(&mock.base_url(), CONFIG);
+    p.write("HEARTBEAT.md", "- Read app.log and report any ERROR line.\n");
+    p.write("app.log", "08:00 INFO started\n08:03 ERROR could not connect to db:5432\n");
+    mock.push_all([
+        tool_call("file_read", serde_json::json!({"path": "app.log"})),
+        // The same call again: its result is the agent's own note, not a check.
+        tool_call("file_read", serde_json::json!({"path": "app.log"})),
+        text("HEARTBEAT_OK"),
+        text("08:03 ERROR could not connect to db:5432"),
+    ]);
+    let o = p.run_async(&["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    assert_eq!(o.json()["output"], "08:03 ERROR could not connect to db:5432");
+    assert_eq!(p.read("checkin.md"), "08:03 ERROR could not connect to db:5432\n");
+
+    // The review sees the checklist and each distinct result, with no tools and a one-line system prompt.
+    let review = &mock.requests()[3];
+    assert!(review.get("tools").is_none(), "{review}");
+    let messages = review["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{review}");
+    assert_eq!(messages[0]["content"], "You review the results of checks against a checklist.");
+    let review_prompt = messages[1]["content"].as_str().unwrap();
+    assert_eq!(
+        review_prompt,
+        "Checklist:\n- Read app.log and report any ERROR line.\n\nResults of the checks:\n\
+         --- file_read {\"path\":\"app.log\"} ---\n08:00 INFO started\n08:03 ERROR could not connect to db:5432\n---\n\n\
+         Quote every line of the results that the checklist says to report, or that shows a problem it asks about, \
+         one per line, and nothing else. If there is no such line, reply with exactly HEARTBEAT_OK."
+    );
+    let show = p.show(1).await;
+    assert_eq!(show["iterations"], 4, "{show}");
+    let events = show["events"].as_array().unwrap();
+    let last = events.last().unwrap();
+    assert_eq!((last["kind"].as_str(), last["status"].as_str()), (Some("model_call"), Some("ok")), "{show}");
+    mock.assert_clean();
+
+    // A review that agrees keeps the beat silent.
+    mock.push_all([
+        tool_call("file_read", serde_json::json!({"path": "app.log"})),
+        text("HEARTBEAT_OK"),
+        text("HEARTBEAT_OK"),
+    ]);
+    let o = p.run_async(&["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "{o:?}");
     mock.assert_clean();
 }
