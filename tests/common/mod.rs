@@ -1,13 +1,19 @@
 //! Helpers shared by the integration tests:
+//! - [`Routines`]: a project folder and the `routines` binary run in it ([`cli`]);
 //! - [`Harness`]: the agent in-process, on a real store ([`harness`]);
-//! - [`mock_llm`]: a scripted OpenAI-compatible model server; [`smtp`]: a real SMTP server.
+//! - [`mock_llm`]: a scripted OpenAI-compatible model server; [`smtp`]: a real SMTP server;
+//! - [`wait`]: waiting on an event with a deadline; [`os`]: processes and ports.
 
+pub mod cli;
 pub mod harness;
 pub mod mock_llm;
+pub mod os;
 pub mod smtp;
+pub mod wait;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+pub use cli::{Outcome, Routines, Running};
 pub use harness::{CHAT_SECTIONS, Harness, provider_options};
 
 /// The `content` of message `i` of request `r`.
@@ -18,11 +24,6 @@ pub fn content(req: &serde_json::Value, i: usize) -> String {
 /// The last message of a request.
 pub fn last_message(req: &serde_json::Value) -> serde_json::Value {
     req["messages"].as_array().unwrap().last().unwrap().clone()
-}
-
-/// Path of the built `routines` binary.
-pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_routines"))
 }
 
 /// Writes `text` to `dir/rel`, creating the folders on the way.

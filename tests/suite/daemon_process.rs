@@ -5,24 +5,20 @@
 //! show that nothing more happens.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::ops::Deref;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::{Value, json};
 use sha2::Sha256;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio::sync::watch;
 
 use crate::common::mock_llm::{MockLlm, text};
-use crate::common::{bin, write_file};
+use crate::common::os::free_port;
+use crate::common::wait::{self, DEADLINE};
+use crate::common::{Routines, Running};
 
-/// How long any awaited condition may take.
-const DEADLINE: Duration = Duration::from_secs(20);
 /// How often the database is polled.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -33,8 +29,16 @@ const HOOK_TOKEN: &str = "tok-test-91ab";
 
 /// A project folder whose daemon listens on a port of its own.
 struct Project {
-    dir: tempfile::TempDir,
+    routines: Routines,
     port: u16,
+}
+
+impl Deref for Project {
+    type Target = Routines;
+
+    fn deref(&self) -> &Routines {
+        &self.routines
+    }
 }
 
 /// One row of `runs`.
@@ -50,36 +54,17 @@ struct Run {
     context: Option<String>,
 }
 
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 impl Project {
     /// `routines.yaml` with the mock as provider, `server` settings after
     /// `listen` (e.g. `, rate_limit: 5`), and `extra` top-level keys.
     fn new(mock: &MockLlm, server: &str, extra: &str) -> Project {
-        let dir = tempfile::tempdir().unwrap();
         let port = free_port();
-        write_file(
-            dir.path(),
-            "routines.yaml",
-            &format!(
-                "provider: {{ base_url: {}, model: m, max_retries: 0 }}\nserver: {{ listen: 127.0.0.1:{port}{server} }}\n{extra}",
-                mock.base_url()
-            ),
-        );
-        std::fs::create_dir_all(dir.path().join("routines")).unwrap();
-        Project { dir, port }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        write_file(self.path(), rel, text);
+        let routines = Routines::new().config(&format!(
+            "provider: {{ base_url: {}, model: m, max_retries: 0 }}\nserver: {{ listen: 127.0.0.1:{port}{server} }}\n{extra}",
+            mock.base_url()
+        ));
+        std::fs::create_dir_all(routines.path().join("routines")).unwrap();
+        Project { routines, port }
     }
 
     fn url(&self, path: &str) -> String {
@@ -88,22 +73,6 @@ impl Project {
 
     fn db_path(&self) -> PathBuf {
         self.path().join(".routines/routines.db")
-    }
-
-    /// The `routines` command in the project, with a clean environment.
-    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(bin());
-        c.args(args)
-            .current_dir(self.path())
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.path())
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        c
     }
 
     /// Every run, oldest first (empty before the database exists).
@@ -153,129 +122,44 @@ impl Project {
         conn.query_row("SELECT prompt FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional().unwrap().flatten()
     }
 
-    /// Starts `routines -v daemon` and waits for its ready line.
-    async fn start(&self, env: &[(&str, &str)]) -> Daemon {
-        let mut child = self.command(&["-v", "daemon"], env).spawn().unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::<String>::new()));
-        let (lines_tx, lines) = watch::channel(0usize);
-        let sink = log.clone();
-        tokio::spawn(async move {
-            let mut reader = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = reader.next_line().await {
-                let n = {
-                    let mut log = sink.lock().unwrap();
-                    log.push(line);
-                    log.len()
-                };
-                lines_tx.send_replace(n);
-            }
-            // Tell waiters the stream ended.
-            lines_tx.send_replace(usize::MAX);
-        });
-        let daemon = Daemon { child, log, lines };
-        let ready = daemon.wait_for_log("the ready line", |l| l.starts_with("routines daemon: ")).await;
+    /// Starts `routines -v daemon` with `env` set, and waits for its ready line and for
+    /// its listener to answer.
+    async fn start(&self, env: &[(&str, &str)]) -> Running {
+        let daemon = env.iter().fold(self.command(["-v", "daemon"]), |c, (k, v)| c.env(k, v)).spawn().await;
+        let ready = daemon.wait_for_stderr("the ready line", |l| l.starts_with("routines daemon: ")).await;
         let expected = format!("listening on http://127.0.0.1:{}; stop with Ctrl-C", self.port);
         assert!(ready.contains(&expected), "ready line {ready:?} lacks {expected:?}");
+        daemon.wait_for_http(&self.url("/healthz"), 200).await;
         daemon
     }
 
     /// Polls `f` until it returns `Some`, or panics after [`DEADLINE`] with
     /// the runs and the daemon's log.
-    async fn wait_until<T>(&self, daemon: &Daemon, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        let start = Instant::now();
-        loop {
-            if let Some(v) = f() {
-                return v;
-            }
-            if start.elapsed() > DEADLINE {
-                panic!(
-                    "timed out after {DEADLINE:?} waiting for {what}\nruns: {:#?}\ndaemon log:\n{}",
-                    self.runs(),
-                    daemon.log()
-                );
-            }
-            tokio::time::sleep(POLL).await;
+    async fn wait_until<T>(&self, daemon: &Running, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        match wait::poll(DEADLINE, POLL, async || f()).await {
+            Some(value) => value,
+            None => panic!(
+                "timed out after {DEADLINE:?} waiting for {what}\nruns: {:#?}\ndaemon log:\n{}",
+                self.runs(),
+                daemon.stderr()
+            ),
         }
     }
 }
 
-/// A running daemon; dropping it kills the process (SIGKILL).
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
-    lines: watch::Receiver<usize>,
+/// SIGTERM, then asserts a clean exit (0) within a few seconds; returns the daemon's log.
+async fn stop(mut daemon: Running) -> String {
+    daemon.signal(libc::SIGTERM);
+    let code = daemon.exit_code(Duration::from_secs(10)).await;
+    let log = daemon.stderr();
+    assert_eq!(code, 0, "the daemon's exit code after SIGTERM; log:\n{log}");
+    assert!(log.lines().any(|l| l == "routines daemon: stopped"), "{log}");
+    log
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
-impl Daemon {
-    fn pid(&self) -> i32 {
-        i32::try_from(self.child.id().unwrap()).unwrap()
-    }
-
-    /// The whole stderr so far.
-    fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    /// Waits for a stderr line matching `pred` (also one already printed).
-    async fn wait_for_log(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let mut lines = self.lines.clone();
-        let found = tokio::time::timeout(DEADLINE, async {
-            loop {
-                if let Some(line) = self.log.lock().unwrap().iter().find(|l| pred(l)) {
-                    return Some(line.clone());
-                }
-                if *lines.borrow_and_update() == usize::MAX || lines.changed().await.is_err() {
-                    return None;
-                }
-            }
-        })
-        .await;
-        match found {
-            Ok(Some(line)) => line,
-            Ok(None) => panic!("the daemon's stderr ended before {what}:\n{}", self.log()),
-            Err(_) => panic!("no {what} on the daemon's stderr within {DEADLINE:?}:\n{}", self.log()),
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on the pid of our own child, which is not reaped yet.
-        let r = unsafe { libc::kill(self.pid(), sig) };
-        assert_eq!(r, 0, "kill({}, {sig}) failed", self.pid());
-    }
-
-    /// Waits for the process to end; its exit code, or panics after `within`.
-    async fn exit_code(&mut self, within: Duration) -> i32 {
-        let status = match tokio::time::timeout(within, self.child.wait()).await {
-            Ok(status) => status.unwrap(),
-            Err(_) => panic!("the daemon did not exit within {within:?}:\n{}", self.log()),
-        };
-        // Let the reader take the last lines.
-        let mut lines = self.lines.clone();
-        let _ = tokio::time::timeout(Duration::from_secs(5), lines.wait_for(|n| *n == usize::MAX)).await;
-        status.code().unwrap_or(-1)
-    }
-
-    /// SIGTERM, then asserts a clean exit (0) within a few seconds.
-    async fn stop(mut self) -> String {
-        self.signal(libc::SIGTERM);
-        let code = self.exit_code(Duration::from_secs(10)).await;
-        let log = self.log();
-        assert_eq!(code, 0, "the daemon's exit code after SIGTERM; log:\n{log}");
-        assert!(log.lines().any(|l| l == "routines daemon: stopped"), "{log}");
-        log
-    }
-
-    /// SIGKILL: the process dies at once, leaving whatever it was doing.
-    async fn crash(mut self) {
-        self.child.kill().await.unwrap();
-    }
+/// SIGKILL: the daemon dies at once, leaving whatever it was doing.
+async fn crash(mut daemon: Running) {
+    daemon.kill().await;
 }
 
 fn client() -> reqwest::Client {
@@ -360,7 +244,7 @@ async fn every_second_runs_each_instant_once_across_a_crash() {
             (mock.request_count() >= 4 && running.len() == 1).then(|| running[0].clone())
         })
         .await;
-    daemon.crash().await;
+    crash(daemon).await;
     let at_kill = p.runs_of("tick");
     assert_eq!(at_kill.iter().filter(|r| r.status == "running").count(), 1, "{at_kill:#?}");
     assert_eq!(succeeded(&at_kill), 3, "{at_kill:#?}");
@@ -374,7 +258,7 @@ async fn every_second_runs_each_instant_once_across_a_crash() {
         (retried && succeeded(&runs) > before + 3).then_some(())
     })
     .await;
-    daemon.stop().await;
+    stop(daemon).await;
 
     let runs = p.runs_of("tick");
     let retried = runs.iter().find(|r| r.id == cut.id).unwrap();
@@ -480,7 +364,7 @@ async fn file_trigger_fires_once_per_settled_file() {
     let last: Value = serde_json::from_str(runs[3].context.as_deref().unwrap()).unwrap();
     assert_eq!(last, json!({"path": "inbox/d.txt", "event": "create"}));
     assert_eq!(runs[3].status, "succeeded");
-    daemon.stop().await;
+    stop(daemon).await;
     mock.assert_clean();
 }
 
@@ -604,7 +488,7 @@ async fn webhooks_queue_runs_and_refuse_what_they_must() {
     assert!(value("routines_queue_depth ") >= 0.0, "{metrics}");
 
     p.wait_until(&daemon, "every run to end", || p.runs().iter().all(|r| is_done(&r.status)).then_some(())).await;
-    let log = daemon.stop().await;
+    let log = stop(daemon).await;
     for secret in [HOOK_SECRET, HOOK_TOKEN] {
         assert!(!log.contains(secret), "the log shows a secret:\n{log}");
         for r in p.runs() {
@@ -622,21 +506,19 @@ async fn a_second_daemon_on_the_same_data_folder_is_refused() {
     p.write("routines/open.yaml", "on: [{ webhook: { path: /hooks/open, auth: none } }]\nprompt: hi\n");
     let first = p.start(&[]).await;
 
-    let second = p.command(&["daemon"], &[]).output();
-    let second = tokio::time::timeout(DEADLINE, second).await.expect("the second daemon did not exit").unwrap();
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    let second = p.command(["daemon"]).spawn().await.finish(DEADLINE).await;
+    second.code(1);
     let expected =
         format!("error: another routines daemon (pid {}) is already running on the data folder ", first.pid());
-    let first_line = stderr.lines().next().unwrap_or_default();
-    assert!(first_line.starts_with(&expected), "{stderr}");
-    assert!(first_line.ends_with(".routines"), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    let first_line = second.stderr.lines().next().unwrap_or_default();
+    assert!(first_line.starts_with(&expected), "{second}");
+    assert!(first_line.ends_with(".routines"), "{second}");
+    assert!(!second.stderr.contains("panicked"), "{second}");
 
     // The first one is unharmed.
     let health = client().get(p.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
-    first.stop().await;
+    stop(first).await;
 }
 
 /// A new routine file is picked up while running; a file that turns invalid
@@ -653,12 +535,14 @@ async fn routine_files_reload_without_restart() {
     expect_error(http.post(p.url("/hooks/b")).send().await.unwrap(), 404).await;
 
     p.write("routines/b.yaml", "on: [{ webhook: { path: /hooks/b, auth: none } }]\nprompt: Hook b.\n");
-    daemon.wait_for_log("the reload that adds b.yaml", |l| l.contains("Routines reloaded.")).await;
+    daemon.wait_for_stderr("the reload that adds b.yaml", |l| l.contains("Routines reloaded.")).await;
     let b_run = expect_accepted(http.post(p.url("/hooks/b")).send().await.unwrap()).await;
     assert_eq!(p.run(b_run).unwrap().routine, "b");
 
     p.write("routines/a.yaml", "on: [{ webhook: { path: /hooks/a, auth: none } }]\nprompt: [unclosed\n");
-    daemon.wait_for_log("the warning that a.yaml is invalid", |l| l.contains("keeping its last valid version")).await;
+    daemon
+        .wait_for_stderr("the warning that a.yaml is invalid", |l| l.contains("keeping its last valid version"))
+        .await;
     let a_run = expect_accepted(http.post(p.url("/hooks/a")).send().await.unwrap()).await;
     assert_eq!(p.run(a_run).unwrap().routine, "a");
     expect_accepted(http.post(p.url("/hooks/b")).send().await.unwrap()).await;
@@ -666,7 +550,7 @@ async fn routine_files_reload_without_restart() {
     p.wait_until(&daemon, "every run to end", || p.runs().iter().all(|r| is_done(&r.status)).then_some(())).await;
     let a_prompts: Vec<Option<String>> = p.runs_of("a").iter().map(|r| p.prompt(r.id)).collect();
     assert!(a_prompts.iter().all(|x| x.as_deref() == Some("Hook a.")), "{a_prompts:?}");
-    daemon.stop().await;
+    stop(daemon).await;
     mock.assert_clean();
 }
 
@@ -690,7 +574,7 @@ async fn a_stop_interrupts_a_slow_run_and_the_next_start_retries_it() {
     daemon.signal(libc::SIGTERM);
     let code = daemon.exit_code(Duration::from_secs(10)).await;
     let took = stopping.elapsed();
-    assert_eq!(code, 0, "{}", daemon.log());
+    assert_eq!(code, 0, "{}", daemon.stderr());
     assert!(took >= Duration::from_millis(900), "stopped after {took:?}, before the grace period");
     assert!(took < Duration::from_secs(6), "stopped after {took:?}");
     drop(daemon);
@@ -708,7 +592,7 @@ async fn a_stop_interrupts_a_slow_run_and_the_next_start_retries_it() {
         .await;
     assert_eq!((run.status.as_str(), run.attempt), ("succeeded", 2), "{run:?}");
     assert_eq!(p.runs().len(), 1, "{:#?}", p.runs());
-    daemon.stop().await;
+    stop(daemon).await;
     assert_eq!(mock.request_count(), 2);
     mock.assert_clean();
 }
@@ -731,6 +615,6 @@ async fn an_oversized_body_is_always_answered_413() {
             Err(e) => failures.push(format!("{e:?}")),
         }
     }
-    daemon.stop().await;
+    stop(daemon).await;
     assert!(failures.is_empty(), "{} of 200 oversized requests got no 413: {failures:#?}", failures.len());
 }

@@ -9,7 +9,7 @@ use routines::heartbeat;
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::store::RunStatus;
 
-use super::routines_cli::Project;
+use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const CONFIG: &str = "heartbeat:\n  enabled: true\n  deliver: [ { file: { path: checkin.md } } ]\n";
@@ -17,17 +17,17 @@ const CONFIG: &str = "heartbeat:\n  enabled: true\n  deliver: [ { file: { path: 
 #[tokio::test]
 async fn a_missing_or_empty_checklist_makes_no_model_call() {
     let mock = MockLlm::start().await;
-    let p = Project::new(&mock.base_url(), CONFIG);
-    let o = p.run_async(&["heartbeat"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stderr.starts_with("skipped: the checklist "), "{}", o.stderr);
-    assert!(o.stderr.ends_with("HEARTBEAT.md does not exist: no model call\n"), "{}", o.stderr);
+    let p = Routines::project(&mock.base_url(), CONFIG);
+    let o = p.run_async(["heartbeat"]).await;
+    o.success();
+    assert!(o.stderr.starts_with("skipped: the checklist "), "{o}");
+    assert!(o.stderr.ends_with("HEARTBEAT.md does not exist: no model call\n"), "{o}");
     p.write("HEARTBEAT.md", "  \n\n");
-    let o = p.run_async(&["heartbeat", "--json"]).await;
+    let o = p.run_async(["heartbeat", "--json"]).await;
     assert_eq!(o.json()["status"], "skipped");
     assert!(o.json()["error"].as_str().unwrap().ends_with("HEARTBEAT.md is empty: no model call"));
     assert_eq!(mock.request_count(), 0);
-    let history = p.run_async(&["history", "--json"]).await.json();
+    let history = p.run_async(["history", "--json"]).await.json();
     assert_eq!(history.as_array().unwrap().len(), 2);
     assert_eq!(history[0]["routine"], "heartbeat");
     assert_eq!(history[0]["status"], "skipped");
@@ -36,15 +36,15 @@ async fn a_missing_or_empty_checklist_makes_no_model_call() {
 #[tokio::test]
 async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
     let mock = MockLlm::start().await;
-    let p = Project::new(&mock.base_url(), CONFIG);
+    let p = Routines::project(&mock.base_url(), CONFIG);
     p.write("HEARTBEAT.md", "- Is the disk below 90%?\n- Any failed backups?\n");
     mock.push_all([
         tool_call("file_list", serde_json::json!({})),
         text("**HEARTBEAT_OK** — all good."),
         text("HEARTBEAT_OK"),
     ]);
-    let o = p.run_async(&["heartbeat", "--json"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let o = p.run_async(["heartbeat", "--json"]).await;
+    o.success();
     assert_eq!(o.json()["status"], "silent");
     assert!(!p.path().join("checkin.md").exists());
     // The beat's prompt carries the checklist and the token; its tokens are recorded.
@@ -57,14 +57,14 @@ async fn an_ok_reply_delivers_nothing_and_anything_else_is_delivered() {
     assert!(show["tokens"]["prompt"].as_u64().unwrap() > 0, "{show}");
 
     mock.push(text("The backup of /srv failed at 02:00."));
-    let o = p.run_async(&["heartbeat"]).await;
-    assert_eq!((o.code, o.stdout.as_str()), (0, "The backup of /srv failed at 02:00.\n"), "{o:?}");
+    let o = p.run_async(["heartbeat"]).await;
+    o.success().stdout_is("The backup of /srv failed at 02:00.\n");
     assert_eq!(p.read("checkin.md"), "The backup of /srv failed at 02:00.\n");
     mock.assert_clean();
 }
 
 /// An engine over a project whose active hours are 08:00–22:00 in Berlin.
-fn engine(p: &Project, base_url: &str) -> Engine {
+fn engine(p: &Routines, base_url: &str) -> Engine {
     p.write(
         "routines.yaml",
         &format!(
@@ -85,7 +85,7 @@ fn t(s: &str) -> DateTime<Utc> {
 #[tokio::test]
 async fn outside_active_hours_a_beat_is_quiet_unless_forced() {
     let mock = MockLlm::start().await;
-    let p = Project::new(&mock.base_url(), "");
+    let p = Routines::project(&mock.base_url(), "");
     let engine = engine(&p, &mock.base_url());
     // 23:30 in Berlin (CET): quiet, recorded, no model call.
     let r = heartbeat::beat(&engine, t("2026-11-22T22:30:00Z"), false, "heartbeat").await.unwrap();
@@ -111,7 +111,7 @@ async fn outside_active_hours_a_beat_is_quiet_unless_forced() {
 #[tokio::test]
 async fn an_all_is_well_that_checked_nothing_is_not_believed() {
     let mock = MockLlm::start().await;
-    let p = Project::new(&mock.base_url(), CONFIG);
+    let p = Routines::project(&mock.base_url(), CONFIG);
     p.write("HEARTBEAT.md", "- Read backup.log and report failures.\n");
     p.write("backup.log", "02:00 backup of /srv FAILED\n");
     mock.push_all([
@@ -119,8 +119,8 @@ async fn an_all_is_well_that_checked_nothing_is_not_believed() {
         tool_call("file_read", serde_json::json!({"path": "backup.log"})),
         text("The backup of /srv failed at 02:00."),
     ]);
-    let o = p.run_async(&["heartbeat", "--json"]).await;
-    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    let o = p.run_async(["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{o}");
     assert_eq!(o.json()["output"], "The backup of /srv failed at 02:00.");
     let requests = mock.requests();
     assert_eq!(requests.len(), 3);
@@ -135,7 +135,7 @@ async fn an_all_is_well_that_checked_nothing_is_not_believed() {
 #[tokio::test]
 async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() {
     let mock = MockLlm::start().await;
-    let p = Project::new(
+    let p = Routines::project(
         &mock.base_url(),
         "heartbeat:\n  active_hours: { start: \"00:00\", end: \"00:00\" }\n  \
          greeting: { enabled: true, max_per_day: 3, min_gap: 4h }\n  \
@@ -149,9 +149,9 @@ async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() 
         memory.store("turn:routine:report:20261122T000000Z", "ROUTINE-TURN summary", "conversation").unwrap();
     }
     mock.push(text("Morning! How is the YAML parser rewrite coming along?"));
-    let o = p.run_async(&["heartbeat", "--greeting", "--json"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
-    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    let o = p.run_async(["heartbeat", "--greeting", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "succeeded", "{o}");
     assert_eq!(p.read("greeting.md"), "Morning! How is the YAML parser rewrite coming along?\n");
     let request = &mock.requests()[0];
     let user = crate::common::last_message(request)["content"].as_str().unwrap().to_string();
@@ -162,22 +162,22 @@ async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() 
     assert!(request.get("tools").is_none(), "a greeting gets no tools: {request}");
 
     // A second one within min_gap is refused without a model call.
-    let o = p.run_async(&["heartbeat", "--greeting"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stderr.starts_with("skipped: the last greeting was sent at "), "{}", o.stderr);
-    assert!(o.stderr.ends_with(", less than min_gap (4h) before\n"), "{}", o.stderr);
+    let o = p.run_async(["heartbeat", "--greeting"]).await;
+    o.success();
+    assert!(o.stderr.starts_with("skipped: the last greeting was sent at "), "{o}");
+    assert!(o.stderr.ends_with(", less than min_gap (4h) before\n"), "{o}");
     assert_eq!(mock.request_count(), 1);
     // --force sends it anyway, and tells the model the previous greeting.
     mock.push(text("Hello again."));
-    let o = p.run_async(&["heartbeat", "--greeting", "--force"]).await;
-    assert_eq!((o.code, o.stdout.as_str()), (0, "Hello again.\n"), "{o:?}");
+    let o = p.run_async(["heartbeat", "--greeting", "--force"]).await;
+    o.success().stdout_is("Hello again.\n");
     let user = crate::common::last_message(&mock.requests()[1])["content"].as_str().unwrap().to_string();
     assert!(
         user.contains(
             "Do not repeat your previous greeting: \"Morning! How is the YAML parser rewrite coming along?\""
         )
     );
-    let history = p.run_async(&["history", "greeting", "--json"]).await.json();
+    let history = p.run_async(["history", "greeting", "--json"]).await.json();
     let statuses: Vec<&str> = history.as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
     assert_eq!(statuses, ["succeeded", "skipped", "succeeded"]);
     mock.assert_clean();
@@ -186,7 +186,7 @@ async fn a_greeting_by_hand_mentions_the_users_work_and_counts_toward_min_gap() 
 #[tokio::test]
 async fn an_all_is_well_after_checks_is_reviewed_against_what_they_returned() {
     let mock = MockLlm::start().await;
-    let p = Project::new(&mock.base_url(), CONFIG);
+    let p = Routines::project(&mock.base_url(), CONFIG);
     p.write("HEARTBEAT.md", "- Read app.log and report any ERROR line.\n");
     p.write("app.log", "08:00 INFO started\n08:03 ERROR could not connect to db:5432\n");
     mock.push_all([
@@ -196,8 +196,8 @@ async fn an_all_is_well_after_checks_is_reviewed_against_what_they_returned() {
         text("HEARTBEAT_OK"),
         text("08:03 ERROR could not connect to db:5432"),
     ]);
-    let o = p.run_async(&["heartbeat", "--json"]).await;
-    assert_eq!(o.json()["status"], "succeeded", "{o:?}");
+    let o = p.run_async(["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{o}");
     assert_eq!(o.json()["output"], "08:03 ERROR could not connect to db:5432");
     assert_eq!(p.read("checkin.md"), "08:03 ERROR could not connect to db:5432\n");
 
@@ -228,7 +228,7 @@ async fn an_all_is_well_after_checks_is_reviewed_against_what_they_returned() {
         text("HEARTBEAT_OK"),
         text("HEARTBEAT_OK"),
     ]);
-    let o = p.run_async(&["heartbeat", "--json"]).await;
-    assert_eq!(o.json()["status"], "silent", "{o:?}");
+    let o = p.run_async(["heartbeat", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "{o}");
     mock.assert_clean();
 }

@@ -15,27 +15,23 @@ use routines::store::{DeliveryRow, DeliveryStatus};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::mock_llm::{MockLlm, text};
+use crate::common::os::free_port;
 use crate::common::smtp::{Mode, SmtpServer, parse_eml};
-
-use super::routines_cli::Project;
+use crate::common::{Routines, wait};
 
 const ROUTINE: &str = "prompt: Write the report.\n\
 deliver:\n  - mail:\n      to: [ops@example.com]\n      cc: [Lead <lead@example.com>]\n      subject: \"Bericht für {{ routine.name }} ✓\"\n      attach_output: true\n";
 
-fn project(mock: &MockLlm, smtp_port: u16) -> Project {
+fn project(mock: &MockLlm, smtp_port: u16) -> Routines {
     let mail = format!(
         "mail:\n  from: \"Routines <routines@example.com>\"\n  smtp: {{ host: 127.0.0.1, port: {smtp_port}, security: none, timeout: 5s }}\n"
     );
-    let p = Project::new(&mock.base_url(), &mail);
+    let p = Routines::project(&mock.base_url(), &mail);
     p.write("routines/report.yaml", ROUTINE);
     p
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn outbox(p: &Project) -> Vec<std::path::PathBuf> {
+fn outbox(p: &Routines) -> Vec<std::path::PathBuf> {
     match std::fs::read_dir(p.path().join(".routines/outbox")) {
         Ok(entries) => {
             entries.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "eml")).collect()
@@ -50,8 +46,8 @@ async fn a_run_mails_its_report_with_headers_body_and_attachment() {
     mock.push(text("All 3 services are up."));
     let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
     let p = project(&mock, smtp.port);
-    let o = p.run_async(&["run", "report", "--json"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let o = p.run_async(["run", "report", "--json"]).await;
+    o.success();
     let got = smtp.received();
     assert_eq!(got.len(), 1);
     let m = &got[0];
@@ -67,7 +63,7 @@ async fn a_run_mails_its_report_with_headers_body_and_attachment() {
     assert_eq!(body.content.trim_end(), "All 3 services are up.");
     let attached = m.parsed.parts.iter().find(|p| p.filename.as_deref() == Some("report.md")).unwrap();
     assert_eq!(attached.content.trim_end(), "All 3 services are up.");
-    let show = p.run(&["show", "1", "--json"]).json();
+    let show = p.run(["show", "1", "--json"]).json();
     assert_eq!(show["deliveries"][0]["status"], "delivered");
     assert_eq!(show["deliveries"][0]["target"], "ops@example.com, Lead <lead@example.com>");
     assert!(outbox(&p).is_empty());
@@ -75,12 +71,12 @@ async fn a_run_mails_its_report_with_headers_body_and_attachment() {
 
 /// Runs `report` (its output "Disk at 91%.") while nothing listens on the
 /// SMTP port: the run succeeds, its mail fails and is kept.
-async fn run_with_the_server_down(mock: &MockLlm) -> (Project, u16) {
+async fn run_with_the_server_down(mock: &MockLlm) -> (Routines, u16) {
     mock.push(text("Disk at 91%."));
     let port = free_port();
     let p = project(mock, port);
-    let o = p.run_async(&["run", "report"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let o = p.run_async(["run", "report"]).await;
+    o.success();
     (p, port)
 }
 
@@ -88,7 +84,7 @@ async fn run_with_the_server_down(mock: &MockLlm) -> (Project, u16) {
 async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_once() {
     let mock = MockLlm::start().await;
     let (p, port) = run_with_the_server_down(&mock).await;
-    let show = p.run(&["show", "1", "--json"]).json();
+    let show = p.run(["show", "1", "--json"]).json();
     assert_eq!(show["deliveries"][0]["status"], "failed");
     let error = show["deliveries"][0]["error"].as_str().unwrap();
     assert!(error.contains(&format!("127.0.0.1:{port}")) && error.contains("is kept in"), "{error}");
@@ -98,11 +94,11 @@ async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_onc
 
     // The server comes up: one retry sends it, a second finds nothing to do.
     let smtp = SmtpServer::start_with(Mode::Plain, None, None, port);
-    let o = p.run(&["deliver", "--retry"]);
-    assert_eq!(o.code, 0, "{o:?}");
-    assert!(o.stderr.starts_with("delivered  run 1  mail ops@example.com"), "{}", o.stderr);
-    let o = p.run(&["deliver", "--retry"]);
-    assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
+    let o = p.run(["deliver", "--retry"]);
+    o.success();
+    assert!(o.stderr.starts_with("delivered  run 1  mail ops@example.com"), "{o}");
+    let o = p.run(["deliver", "--retry"]);
+    o.success().stderr_is("nothing to deliver: every delivery has arrived\n");
     let got = smtp.received();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].parsed.parts[0].content.trim_end(), "Disk at 91%.");
@@ -111,15 +107,10 @@ async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_onc
 
 /// Waits (up to 30 s) until run 1's first delivery satisfies `done`.
 async fn wait_for_delivery(engine: &Engine, what: &str, done: impl Fn(&DeliveryRow) -> bool) -> DeliveryRow {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let row = engine.store.deliveries(1).unwrap().remove(0);
-        if done(&row) {
-            return row;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}: {row:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let row = || engine.store.deliveries(1).unwrap().remove(0);
+    let found =
+        wait::poll(Duration::from_secs(30), Duration::from_millis(10), async || Some(row()).filter(&done)).await;
+    found.unwrap_or_else(|| panic!("timed out waiting until {what}: {:?}", row()))
 }
 
 #[tokio::test]
@@ -151,8 +142,8 @@ async fn the_daemons_retries_send_a_kept_message_once_the_server_is_up() {
     // Later passes leave a delivered message alone.
     let attempts = row.attempts;
     mock.push(text("Disk at 92%."));
-    let o = p.run_async(&["run", "report"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let o = p.run_async(["run", "report"]).await;
+    o.success();
     stop.cancel();
     task.await.unwrap();
     assert_eq!(engine.store.deliveries(1).unwrap()[0].attempts, attempts);
@@ -168,24 +159,24 @@ async fn a_crash_between_sending_and_recording_never_sends_twice() {
     mock.push(text("Weekly numbers."));
     let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
     let p = project(&mock, smtp.port);
-    assert_eq!(p.run_async(&["run", "report"]).await.code, 0);
+    p.run_async(["run", "report"]).await.success();
     assert_eq!(smtp.received().len(), 1);
     // What a process that died after the server took the message, but
     // before recording it, leaves behind: the delivery `sending`.
     let db = rusqlite::Connection::open(p.path().join(".routines/routines.db")).unwrap();
     db.execute("UPDATE deliveries SET status = 'sending'", []).unwrap();
     drop(db);
-    let o = p.run(&["deliver", "--retry"]);
-    assert_eq!(o.code, 1, "{o:?}");
-    assert!(o.stderr.starts_with("uncertain  run 1  mail"), "{}", o.stderr);
-    assert!(o.stderr.contains("never delivered twice"), "{}", o.stderr);
+    let o = p.run(["deliver", "--retry"]);
+    o.code(1);
+    assert!(o.stderr.starts_with("uncertain  run 1  mail"), "{o}");
+    o.stderr_has("never delivered twice");
     assert_eq!(smtp.received().len(), 1, "the report was sent again");
-    let show = p.run(&["show", "1", "--json"]).json();
+    let show = p.run(["show", "1", "--json"]).json();
     assert_eq!(show["deliveries"][0]["status"], "uncertain");
     // Kept for a person to check, and not attempted again.
     assert_eq!(outbox(&p).len(), 1);
-    let o = p.run(&["deliver", "--retry"]);
-    assert_eq!((o.code, o.stderr.as_str()), (0, "nothing to deliver: every delivery has arrived\n"));
+    let o = p.run(["deliver", "--retry"]);
+    o.success().stderr_is("nothing to deliver: every delivery has arrived\n");
     assert_eq!(smtp.received().len(), 1);
 }
 
@@ -193,15 +184,15 @@ async fn a_crash_between_sending_and_recording_never_sends_twice() {
 async fn without_smtp_mail_goes_to_the_outbox_as_eml_files() {
     let mock = MockLlm::start().await;
     mock.push(text("Hello from the outbox."));
-    let p = Project::new(&mock.base_url(), "");
+    let p = Routines::project(&mock.base_url(), "");
     p.write("routines/report.yaml", ROUTINE);
-    let o = p.run_async(&["run", "report"]).await;
-    assert_eq!(o.code, 0, "{o:?}");
+    let o = p.run_async(["run", "report"]).await;
+    o.success();
     let files = outbox(&p);
     assert_eq!(files.len(), 1);
     let m = parse_eml(&files[0]);
     assert_eq!(m.headers["from"], "Routines <routines@localhost>");
     assert_eq!(m.headers["subject"], "Bericht für report ✓");
-    let show = p.run(&["show", "1", "--json"]).json();
+    let show = p.run(["show", "1", "--json"]).json();
     assert_eq!(show["deliveries"][0]["status"], "delivered");
 }

@@ -1,17 +1,18 @@
 //! `routines validate` on broken routine files: every problem is printed as
 //! `FILE:LINE:COL: message` with a help line, and exit code 2.
 
-use super::routines_cli::Project;
+use pretty_assertions::assert_eq;
+
+use crate::common::{Outcome, Routines};
 
 /// Validates a project holding only `routines/{stem}.yaml` (and, for
 /// template cases, templates/report.md.j2 and templates/daily.md.j2).
-fn validate_alone(stem: &str, yaml: &str) -> (i32, String, String) {
-    let p = Project::offline();
+fn validate_alone(stem: &str, yaml: &str) -> Outcome {
+    let p = Routines::offline();
     p.write("templates/report.md.j2", "# {{ routine.name }}\n\n{{ output }}\n")
         .write("templates/daily.md.j2", "Daily for {{ now }}\n")
         .write(&format!("routines/{stem}.yaml"), yaml);
-    let o = p.run(&["validate"]);
-    (o.code, o.stdout, o.stderr)
+    p.run(["validate"])
 }
 
 /// (file stem, routine file, the exact `validate` output)
@@ -267,9 +268,9 @@ const CASES: &[(&str, &str, &str)] = &[
 fn every_broken_routine_file_is_reported_with_location_and_hint() {
     let mut wrong = Vec::new();
     for (stem, yaml, expected) in CASES {
-        let (code, stdout, stderr) = validate_alone(stem, yaml);
-        if (code, stdout.as_str(), stderr.as_str()) != (2, *expected, "error: 1 problem found\n") {
-            wrong.push(format!("{stem}: exit {code}\n--- got\n{stdout}{stderr}--- expected\n{expected}"));
+        let o = validate_alone(stem, yaml);
+        if (o.code, o.stdout.as_str(), o.stderr.as_str()) != (2, *expected, "error: 1 problem found\n") {
+            wrong.push(format!("{stem}: {o}\n--- expected stdout\n{expected}"));
         }
     }
     assert!(wrong.is_empty(), "{} case(s) differ:\n{}", wrong.len(), wrong.join("\n"));
@@ -277,13 +278,11 @@ fn every_broken_routine_file_is_reported_with_location_and_hint() {
 
 #[test]
 fn a_file_with_several_problems_reports_each_of_them() {
-    let (code, stdout, stderr) = validate_alone(
+    let o = validate_alone(
         "many",
         "timeout: 0s\nagent:\n  max_iterations: 0\n  allow_commands: [\"git log\"]\nsilent_token: \"\"\nprompt: hi\non_failure:\n  deliver:\n    - mail: { to: [], subject: \"{{ routine.nmae }} failed\" }\n",
     );
-    assert_eq!((code, stderr.as_str()), (2, "error: 6 problems found\n"));
-    assert_eq!(
-        stdout,
+    o.code(2).stderr_is("error: 6 problems found\n").stdout_is(
         "routines/many.yaml:1:10: timeout must be longer than 0s\n  help: e.g. timeout: 10m\n\
          routines/many.yaml:3:19: max_iterations must be at least 1\n  help: it counts model calls per run; the engine default is 10\n\
          routines/many.yaml:4:20: `git log` is not a command name\n  help: list base commands such as git or ls; arguments are not part of an approval\n\
@@ -295,85 +294,71 @@ fn a_file_with_several_problems_reports_each_of_them() {
 
 #[test]
 fn a_duplicate_name_is_reported_in_the_second_file() {
-    let p = Project::offline();
+    let p = Routines::offline();
     p.write("routines/a-first.yaml", "name: report\nprompt: hi\n")
         .write("routines/b-second.yaml", "name: report\nprompt: hello\n");
-    let o = p.run(&["validate"]);
-    assert_eq!((o.code, o.stderr.as_str()), (2, "error: 1 problem found\n"));
-    assert_eq!(
-        o.stdout,
-        "routines/b-second.yaml:1:7: routine `report` is defined twice\n  help: it is already defined in routines/a-first.yaml; names must be unique\n"
-    );
+    let o = p.run(["validate"]);
+    o.code(2).stderr_is("error: 1 problem found\n").stdout_is("routines/b-second.yaml:1:7: routine `report` is defined twice\n  help: it is already defined in routines/a-first.yaml; names must be unique\n");
     // The first definition still works.
-    let o = p.run(&["list", "--json"]);
+    let o = p.run(["list", "--json"]);
     assert_eq!(o.json()[0]["name"], "report");
 }
 
 #[test]
 fn a_webhook_path_used_twice_is_reported_in_the_second_routine() {
-    let p = Project::offline();
+    let p = Routines::offline();
     p.write("routines/a.yaml", "prompt: hi\non:\n  - webhook: { path: /hooks/x, auth: none }\n")
         .write("routines/b.yaml", "prompt: hi\non:\n  - every: 1h\n  - webhook: { path: /hooks/x, token_env: T }\n");
-    let o = p.run(&["validate"]);
-    assert_eq!((o.code, o.stderr.as_str()), (2, "error: 1 problem found\n"));
-    assert_eq!(
-        o.stdout,
-        "routines/b.yaml:4:22: webhook path `/hooks/x` is used twice\n  help: routine `a` already listens on it; give each webhook its own path\n"
-    );
+    let o = p.run(["validate"]);
+    o.code(2).stderr_is("error: 1 problem found\n").stdout_is("routines/b.yaml:4:22: webhook path `/hooks/x` is used twice\n  help: routine `a` already listens on it; give each webhook its own path\n");
 }
 
 #[test]
 fn a_folder_of_broken_routines_is_reported_sorted_and_the_valid_ones_still_load() {
-    let p = Project::offline();
+    let p = Routines::offline();
     p.write("routines/ok.yaml", "on:\n  - every: 1h\nprompt: fine\n")
         .write("routines/zeta.yaml", "prompt: hi\non:\n  - cron: \"0 25 * * *\"\n")
         .write("routines/alpha.yaml", "prompt: \"{{ rotuine.name }}\"\nretry: { attempts: 0 }\n")
         .write("routines/mid.yml", "prompt: hi\ndeliver:\n  - file: { path: x.md, mode: apend }\n");
-    let o = p.run(&["validate"]);
-    assert_eq!((o.code, o.stderr.as_str()), (2, "error: 4 problems found\n"));
-    assert_eq!(
-        o.stdout,
+    let o = p.run(["validate"]);
+    o.code(2).stderr_is("error: 4 problems found\n").stdout_is(
         "routines/alpha.yaml:1:13: template `prompt` uses `rotuine.name`, which is not defined\n  help: did you mean `routine`?\n\
          routines/alpha.yaml:2:20: `retry.attempts` must be at least 1\n  help: it counts the first attempt too: 1 means no retry\n\
          routines/mid.yml:3:31: unknown variant `apend`, expected one of `create`, `overwrite`, `append` (at `deliver[0].file.mode`)\n  help: did you mean `append`?\n\
          routines/zeta.yaml:3:11: invalid cron expression `0 25 * * *`: the hour field `25` is not valid\n  help: hour takes 0-23, with `*`, `,`, `-` and `/`\n"
     );
-    let o = p.run(&["list", "--json"]);
-    assert_eq!(o.code, 0);
+    let o = p.run(["list", "--json"]);
+    o.success();
     let names: Vec<String> =
         o.json().as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap().to_string()).collect();
     assert_eq!(names, ["ok"]);
-    assert_eq!(o.stderr, "warning: 4 problem(s) in routine files; see `routines validate`\n");
+    o.stderr_is("warning: 4 problem(s) in routine files; see `routines validate`\n");
 }
 
 #[test]
 fn a_valid_folder_validates_with_exit_code_0() {
-    let p = Project::offline();
+    let p = Routines::offline();
     p.write("templates/report.md.j2", "# {{ routine.name }} {{ status }}\n\n{{ output }}{{ error }}\n").write(
         "routines/full.yaml",
         "name: daily-report\ndescription: All the keys\nenabled: true\non:\n  - cron: \"0 9 * * 1-5\"\n    timezone: Europe/Berlin\n  - every: 30m\n  - at: 2026-12-01T09:00:00+01:00\n  - file: { paths: [\"inbox/*.csv\"], events: [create, modify], debounce: 2s }\n  - webhook: { path: /hooks/deploy, secret_env: DEPLOY_HOOK_SECRET }\nprompt: |\n  Summarize {{ vars.repo }}. Fired by {{ trigger.kind }} at {{ now }} (run {{ run.id }}, attempt {{ run.attempt }}).\nvars: { repo: ./app }\nagent:\n  model: deepseek-chat\n  temperature: 0.2\n  max_iterations: 10\n  autonomy: read_only\n  tools: [shell, file_read, file_list]\n  allow_commands: [git]\n  session: isolated\ntimeout: 10m\noverlap: skip\ncatch_up: latest\ncatch_up_window: 24h\njitter: 0s\nretry: { attempts: 3, backoff: 10s, max_backoff: 5m }\nsilent_token: NO_REPLY\ndeliver:\n  - file: { path: \"reports/{{ routine.name }}/{{ now | date('%Y-%m-%d') }}.md\", template: report.md.j2, mode: overwrite }\n  - mail: { to: [ops@example.com], subject: \"Daily report {{ now | date('%Y-%m-%d') }}\" }\non_failure:\n  deliver: [ { mail: { to: [\"On Call <oncall@example.com>\"], subject: \"routine {{ routine.name }} failed: {{ error }}\" } } ]\n",
     );
-    let o = p.run(&["validate"]);
-    assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str()), (0, "", "ok: the config and 1 routine are valid\n"));
+    let o = p.run(["validate"]);
+    o.success().stdout_is("").stderr_is("ok: the config and 1 routine are valid\n");
 }
 
 #[test]
 fn routines_written_inline_in_the_config_are_checked_too() {
-    let p = Project::new(
+    let p = Routines::project(
         "http://127.0.0.1:9/v1",
         "routines:\n  - name: inline\n    prompt: \"Hi {{ rotuine.name }}\"\n    on:\n      - every: 0s\n  - prompt: x\n  - name: ok-one\n    prompt: fine\n",
     );
-    let o = p.run(&["validate"]);
-    assert_eq!((o.code, o.stderr.as_str()), (2, "error: 3 problems found\n"));
+    let o = p.run(["validate"]);
     let cfg = p.path().join("routines.yaml").display().to_string();
-    assert_eq!(
-        o.stdout,
-        format!(
-            "{cfg}:9:20: template `prompt` uses `rotuine.name`, which is not defined\n  help: did you mean `routine`?\n\
-             {cfg}:11:16: `every: 0s` is too short; it must be at least 1s\n  help: e.g. every: 30s, every: 10m or every: 1h\n\
-             {cfg}:12:5: an inline routine needs a `name`\n  help: add e.g. `name: daily-report` (lowercase letters, digits, `-` and `_`)\n"
-        )
-    );
-    let o = p.run(&["list", "--json"]);
+    o.code(2).stderr_is("error: 3 problems found\n").stdout_is(&format!(
+        "{cfg}:9:20: template `prompt` uses `rotuine.name`, which is not defined\n  help: did you mean `routine`?\n\
+         {cfg}:11:16: `every: 0s` is too short; it must be at least 1s\n  help: e.g. every: 30s, every: 10m or every: 1h\n\
+         {cfg}:12:5: an inline routine needs a `name`\n  help: add e.g. `name: daily-report` (lowercase letters, digits, `-` and `_`)\n"
+    ));
+    let o = p.run(["list", "--json"]);
     assert_eq!(o.json().as_array().unwrap().iter().map(|r| r["name"].clone()).collect::<Vec<_>>(), ["ok-one"]);
 }

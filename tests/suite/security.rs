@@ -16,6 +16,7 @@ use routines::tools::{Registry, ShellSettings, safe_env};
 use serde_json::{Value, json};
 
 use crate::common::mock_llm::{text, tool_call};
+use crate::common::os::process_is_running;
 use crate::common::{Harness, last_message, provider_options};
 
 const SECRET: &str = "sk-live-9f8e7d6c5b4a";
@@ -267,17 +268,6 @@ async fn the_shell_timeout_kills_grandchildren() {
     );
     let pid: i32 = std::fs::read_to_string(h.workspace().join("grandchild.pid")).unwrap().trim().parse().unwrap();
     assert!(!process_is_running(pid), "grandchild {pid} survived the timeout");
-}
-
-/// A process that is gone, or a zombie waiting to be reaped, is not running.
-fn process_is_running(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start().chars().next();
-            state != Some('Z') && state != Some('X')
-        }
-    }
 }
 
 // ---------------------------------------------------------------- approvals
