@@ -15,3 +15,4 @@ mod provider;
 mod routines_cli;
 mod routines_validate;
 mod security;
+mod snapshots;
