@@ -43,14 +43,22 @@ impl Outcome {
     /// Asserts the whole of stdout.
     #[track_caller]
     pub fn stdout_is(&self, expected: &str) -> &Outcome {
-        assert_eq!(self.stdout, expected, "stdout of `{}`", self.command);
+        assert_eq!(
+            self.stdout, expected,
+            "stdout of `{}` (exit code {}); its stderr:\n{}",
+            self.command, self.code, self.stderr
+        );
         self
     }
 
     /// Asserts the whole of stderr.
     #[track_caller]
     pub fn stderr_is(&self, expected: &str) -> &Outcome {
-        assert_eq!(self.stderr, expected, "stderr of `{}`", self.command);
+        assert_eq!(
+            self.stderr, expected,
+            "stderr of `{}` (exit code {}); its stdout:\n{}",
+            self.command, self.code, self.stdout
+        );
         self
     }
 
