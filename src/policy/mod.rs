@@ -5,7 +5,11 @@
 //! apply, the strictest wins. A refusal is a tool result the model reads,
 //! never a crash. The policy is checked before any confirmation: what it
 //! forbids is never asked.
+//!
+//! Tools describe themselves and each call with [`Effect`] and [`CallInfo`]
+//! (`call.rs`), the policy's own types: the policy knows nothing of tools.
 
+mod call;
 pub mod command;
 pub mod injection;
 pub mod net;
@@ -16,8 +20,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::config::Autonomy;
-use crate::tools::{CallInfo, Effect};
 
+pub use call::{CallInfo, Effect};
 pub use paths::PathError;
 pub use secrets::Redactor;
 

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect};
 
 /// Largest file `file_read` opens.
 const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;

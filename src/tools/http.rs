@@ -17,8 +17,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::html_text::html_to_text;
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
 use crate::policy::net::{NetError, NetRules, redacted};
+use crate::policy::{CallInfo, Effect};
 
 /// Most bytes of a response body read.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

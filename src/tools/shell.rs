@@ -17,8 +17,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
-use crate::policy::command;
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect, command};
 
 /// Output kept from one command (stdout and stderr together).
 const MAX_OUTPUT_BYTES: usize = 256 * 1024;

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect};
 
 /// Largest file these tools write or edit.
 const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
