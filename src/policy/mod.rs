@@ -143,7 +143,15 @@ impl Policy {
 
     /// Whether a path already resolved is forbidden (for listings).
     pub fn is_forbidden(&self, path: &Path) -> bool {
-        self.forbidden.iter().any(|f| path.starts_with(f))
+        paths::under_any(&self.forbidden, path)
+    }
+
+    /// The first of `args`, the arguments of a command run in `cwd`, that
+    /// names a forbidden path (see [`paths::argument_path`]).
+    pub fn forbidden_argument<'a>(&self, args: &'a [String], cwd: &Path) -> Option<&'a str> {
+        args.iter()
+            .map(String::as_str)
+            .find(|arg| paths::argument_path(arg, cwd).is_some_and(|p| self.is_forbidden(&p)))
     }
 }
 
