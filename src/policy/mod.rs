@@ -20,6 +20,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::config::Autonomy;
+use command::CommandRefusal;
 
 pub use call::{CallInfo, Effect};
 pub use paths::PathError;
@@ -96,7 +97,7 @@ impl Policy {
         // The command rules apply at every level, `full` included.
         let keys = match self.approval_keys(call) {
             Ok(keys) => keys,
-            Err(reason) => return Decision::Forbidden(reason),
+            Err(refusal) => return Decision::Forbidden(refusal.to_string()),
         };
         if !self.exposes(effect) {
             return Decision::Forbidden(format!(
@@ -128,9 +129,9 @@ impl Policy {
 
     /// What an approval of this call covers: every base command of a shell
     /// command line (checked against the command rules), else the tool name.
-    pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, String> {
+    pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, CommandRefusal> {
         match &call.command {
-            Some(line) => command::check(line, &self.allowed_commands).map(|p| p.bases()).map_err(|e| e.to_string()),
+            Some(line) => command::check(line, &self.allowed_commands).map(|p| p.bases()),
             None => Ok(vec![call.approval_key.clone()]),
         }
     }
