@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::config::{Autonomy, Language};
 use crate::llm::ToolSpec;
 use crate::memory::Memory;
-use crate::policy::{CallInfo, Effect, Policy};
+use crate::policy::{CallInfo, Effect, PathError, Policy};
 
 pub use file::{FileList, FileRead};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
@@ -65,6 +65,13 @@ impl ToolError {
     }
 }
 
+/// A path the policy refuses is a refusal the model reads.
+impl From<PathError> for ToolError {
+    fn from(e: PathError) -> Self {
+        ToolError::Refused(e.to_string())
+    }
+}
+
 /// Facts about the running agent, for `self_info`.
 #[derive(Debug, Clone, Default)]
 pub struct AgentFacts {
@@ -86,6 +93,23 @@ pub struct ToolContext {
     /// Secret values to keep out of what tools store.
     pub redactor: Arc<crate::policy::Redactor>,
     pub shell: ShellSettings,
+}
+
+#[cfg(test)]
+impl ToolContext {
+    /// A context for unit tests of tools: `policy`'s workspace, no memory,
+    /// English, default shell settings.
+    pub(crate) fn for_test(policy: Policy) -> Self {
+        ToolContext {
+            workspace: policy.workspace().to_path_buf(),
+            policy: Arc::new(policy),
+            memory: None,
+            language: Language::En,
+            facts: AgentFacts::default(),
+            redactor: Default::default(),
+            shell: ShellSettings::default(),
+        }
+    }
 }
 
 /// A typed tool.
