@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
 use super::metrics::Metrics;
+use crate::clock::Clock;
 use crate::engine::{Cancel, Engine, RunOptions, TriggerInfo};
 use crate::routine::{Overlap, Routine};
 use crate::store::{NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};

@@ -15,7 +15,6 @@
 //! - On SIGINT/SIGTERM nothing new starts; running runs get a grace period,
 //!   then are cancelled and recorded `interrupted` for the next start.
 
-pub mod clock;
 pub mod dispatch;
 pub mod lock;
 pub mod metrics;
@@ -25,6 +24,10 @@ pub mod service;
 pub mod watch;
 pub mod webhook;
 
+/// The clock lives below the daemon (heartbeats and greetings wait on it
+/// too); callers that know it as `daemon::clock` keep working.
+pub use crate::clock;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
@@ -33,9 +36,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use crate::clock::{Clock, sleep_for};
 use crate::routine::{LoadedRoutines, Routine};
 use crate::store::{StoreError, reason};
-use clock::{Clock, sleep_for};
 use dispatch::{Dispatcher, Fire};
 
 /// Why the daemon stopped with an error.

@@ -11,11 +11,11 @@ use tokio::sync::mpsc::{self, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
 use super::dispatch::{Accepted, Dispatcher, Fire};
 use super::watch::{FileFire, WatchSpec, Watcher};
 use super::webhook::{self, Intake, IntakeError, Route, RouteTable, WebhookRequest};
 use super::{DaemonError, Scheduler, Signal};
+use crate::clock::Clock;
 use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
 use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};

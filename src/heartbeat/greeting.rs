@@ -19,8 +19,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Window;
+use crate::clock::{Clock, sleep_for};
 use crate::config::Config;
-use crate::daemon::clock::{Clock, sleep_for};
 use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport, TriggerInfo};
 use crate::routine::Routine;
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};

@@ -13,8 +13,8 @@ use chrono::{DateTime, NaiveTime, Utc};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::clock::{Clock, sleep_for};
 use crate::config::{ActiveHours, Config};
-use crate::daemon::clock::{Clock, sleep_for};
 use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
 use crate::llm::Message;
 use crate::routine::{Routine, RoutineFile};
