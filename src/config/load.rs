@@ -288,7 +288,7 @@ fn resolve(
     if greeting.enabled {
         let (start, end) = match &raw.heartbeat.active_hours {
             Some(h) => (h.start.as_str(), h.end.as_str()),
-            None => crate::heartbeat::greeting::DEFAULT_HOURS,
+            None => super::DEFAULT_GREETING_HOURS,
         };
         if greeting.max_per_day == 0 {
             problem(

@@ -395,6 +395,10 @@ pub struct ActiveHours {
     pub end: String,
 }
 
+/// The window greetings fall in when `heartbeat.active_hours` is not set:
+/// beats may run all night, a greeting should not arrive at 3 a.m.
+pub const DEFAULT_GREETING_HOURS: (&str, &str) = ("08:00", "22:00");
+
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GreetingSettings {

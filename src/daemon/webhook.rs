@@ -18,7 +18,7 @@
 //!
 //! Besides the routes, the listener answers `GET /healthz` with `{"status":"ok"}` and
 //! `GET /metrics` with [`Intake::metrics`] in the Prometheus text format. These two paths are
-//! [`RESERVED_PATHS`]: a route configured at one of them is never reached.
+//! [`WEBHOOK_PATHS`]: a route configured at one of them is never reached.
 //!
 //! Routes are looked up in a [`RouteTable`] on every request, so [`RouteTable::replace`]
 //! takes effect for the next request without restarting the listener.
@@ -40,8 +40,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 
-/// Paths the listener answers itself; a route at one of them is never reached.
-pub const RESERVED_PATHS: [&str; 2] = ["/healthz", "/metrics"];
+use crate::routine::reserved::WEBHOOK_PATHS;
 
 /// The header that carries the HMAC-SHA256 signature of the raw body.
 const SIGNATURE_HEADER: &str = "x-signature-256";
@@ -181,7 +180,7 @@ impl RouteTable {
     pub fn replace(&self, routes: Vec<Route>) {
         let mut map = HashMap::with_capacity(routes.len());
         for route in routes {
-            if RESERVED_PATHS.contains(&route.path.as_str()) {
+            if WEBHOOK_PATHS.contains(&route.path.as_str()) {
                 tracing::warn!(routine = %route.routine, path = %route.path, "Webhook path is reserved by the listener and will never be reached.");
             }
             if let Some(previous) = map.insert(route.path.clone(), Arc::new(route)) {

@@ -20,17 +20,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::Window;
 use crate::clock::{Clock, sleep_for};
-use crate::config::Config;
+use crate::config::{Config, DEFAULT_GREETING_HOURS};
 use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport, TriggerInfo};
 use crate::routine::Routine;
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};
 
-/// The name greeting runs are recorded under.
-pub const NAME: &str = "greeting";
-
-/// The window greetings fall in when `heartbeat.active_hours` is not set:
-/// beats may run all night, a greeting should not arrive at 3 a.m.
-pub const DEFAULT_HOURS: (&str, &str) = ("08:00", "22:00");
+/// The name greeting runs are recorded under (reserved in `routine`).
+pub use crate::routine::reserved::GREETING as NAME;
 
 /// How late a planned greeting may still be sent (the daemon was busy or
 /// just started). One later than this was missed: recorded, not sent.
@@ -48,13 +44,14 @@ pub mod reason {
     pub const QUIET: &str = "quiet";
 }
 
-/// The local window greetings fall in: active hours, or [`DEFAULT_HOURS`].
+/// The local window greetings fall in: active hours, or
+/// [`DEFAULT_GREETING_HOURS`].
 pub fn window(config: &Config) -> Result<Window, String> {
     match &config.heartbeat.active_hours {
         Some(hours) => Window::parse(hours),
         None => {
             let t = |s| NaiveTime::parse_from_str(s, "%H:%M").map_err(|e| e.to_string());
-            Ok(Window { start: t(DEFAULT_HOURS.0)?, end: t(DEFAULT_HOURS.1)? })
+            Ok(Window { start: t(DEFAULT_GREETING_HOURS.0)?, end: t(DEFAULT_GREETING_HOURS.1)? })
         }
     }
 }

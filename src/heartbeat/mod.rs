@@ -20,8 +20,8 @@ use crate::llm::Message;
 use crate::routine::{Routine, RoutineFile};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
-/// The name heartbeat runs are recorded under.
-pub const NAME: &str = "heartbeat";
+/// The name heartbeat runs are recorded under (reserved in `routine`).
+pub use crate::routine::reserved::HEARTBEAT as NAME;
 
 /// Words a model adds around the ok token when all is well ("All good!
 /// HEARTBEAT_OK"); a reply made only of these and the token is silent.

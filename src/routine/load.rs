@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use chrono_tz::Tz;
 
 use super::template::{TemplateError, Templates};
-use super::{Routine, RoutineFile, TimeTrigger, TriggerSpec};
+use super::{Routine, RoutineFile, TimeTrigger, TriggerSpec, reserved};
 use crate::config::{Config, DeliveryTarget};
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
 use crate::yaml::{self, SourceMap};
@@ -232,7 +232,7 @@ fn check(
                 .with_hint("use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
         );
     }
-    if name == crate::heartbeat::NAME || name == crate::heartbeat::greeting::NAME {
+    if reserved::RUN_NAMES.contains(&name.as_str()) {
         diags.push(at.error(&["name"], format!("the name `{name}` belongs to the built-in {name}'s runs")).with_hint(
             "choose another name; heartbeats and greetings are configured under `heartbeat:` in routines.yaml",
         ));
@@ -600,7 +600,7 @@ fn check_trigger(
                     .with_hint("e.g. /hooks/deploy"),
             );
         }
-        if crate::daemon::webhook::RESERVED_PATHS.contains(&w.path.as_str()) {
+        if reserved::WEBHOOK_PATHS.contains(&w.path.as_str()) {
             diags.push(
                 at.error(&wpath, format!("webhook path `{}` is reserved by the daemon's listener", w.path))
                     .with_hint("/healthz and /metrics answer GET; use a path like /hooks/NAME"),
