@@ -107,7 +107,7 @@ pub struct Config {
     /// their values are redacted wherever output is recorded.
     pub secret_vars: Vec<String>,
     /// Routines written under `routines:` in the config file.
-    pub inline_routines: Vec<crate::routine::RoutineFile>,
+    pub inline_routines: Vec<super::routine_file::RoutineFile>,
     /// Positions in the config file, for diagnostics of inline routines.
     pub source: Option<SourceMap>,
 }

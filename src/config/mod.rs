@@ -9,6 +9,7 @@
 
 mod duration;
 mod load;
+pub mod routine_file;
 
 use std::path::PathBuf;
 
@@ -90,7 +91,7 @@ pub struct ConfigFile {
     pub heartbeat: HeartbeatSettings,
     /// Routines written inline, besides the files in `routines_dir`.
     #[serde(default)]
-    pub routines: Vec<crate::routine::RoutineFile>,
+    pub routines: Vec<routine_file::RoutineFile>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
