@@ -37,7 +37,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use crate::clock::{Clock, sleep_for};
-use crate::routine::{LoadedRoutines, Routine};
+use crate::routine::schedule::{self, Occurrence};
+use crate::routine::{LoadedRoutines, Routine, TimeKind};
 use crate::store::{StoreError, reason};
 use dispatch::{Dispatcher, Fire};
 
@@ -137,7 +138,7 @@ impl Scheduler {
                 },
             };
             self.handled.insert(r.name.clone(), handled);
-            if let Some(next) = plan::next_after(r, handled) {
+            if let Some(next) = schedule::next_after(r, handled) {
                 self.heap.push(Reverse((next, r.name.clone(), *generation)));
             }
         }
@@ -194,8 +195,8 @@ impl Scheduler {
             for instant in &p.fire {
                 fires.push(Fire {
                     routine: routine.name.clone(),
-                    kind: instant.kind,
-                    scheduled_for: Some(instant.at),
+                    kind: instant.kind.as_str(),
+                    scheduled_for: Some(instant.utc()),
                     context: json!({}),
                     catch_up,
                 });
@@ -235,7 +236,7 @@ impl Scheduler {
                 continue;
             }
             self.handled.insert(routine.name.clone(), now);
-            if let Some(next) = plan::next_after(&routine, now) {
+            if let Some(next) = schedule::next_after(&routine, now) {
                 self.heap.push(Reverse((next, routine.name.clone(), generation)));
             }
         }
@@ -254,10 +255,11 @@ impl Scheduler {
                  within catch_up_window {}",
                 routine.spec.catch_up_window
             );
-            for kind in ["cron", "every", "at"] {
-                let instants: Vec<DateTime<Utc>> = p.missed.iter().filter(|i| i.kind == kind).map(|i| i.at).collect();
+            for kind in [TimeKind::Cron, TimeKind::Every, TimeKind::At] {
+                let instants: Vec<DateTime<Utc>> =
+                    p.missed.iter().filter(|i| i.kind == kind).map(Occurrence::utc).collect();
                 if !instants.is_empty() {
-                    store.record_skipped(&routine.name, kind, &instants, reason::MISSED, &message)?;
+                    store.record_skipped(&routine.name, kind.as_str(), &instants, reason::MISSED, &message)?;
                 }
             }
             tracing::warn!(routine = %routine.name, missed = p.missed.len() as u64 + p.unrecorded, "Instants were missed; {policy}.");

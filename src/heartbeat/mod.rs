@@ -17,6 +17,7 @@ use crate::clock::{Clock, sleep_for};
 use crate::config::{ActiveHours, Config};
 use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
 use crate::llm::Message;
+use crate::routine::schedule::Every;
 use crate::routine::{Routine, RoutineFile};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
@@ -328,11 +329,9 @@ fn skipped_report(name: &str, run_id: i64, why: String) -> RunReport {
 /// epoch on the injected clock; a beat outside active hours or without a
 /// checklist is recorded skipped and calls no model.
 pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
-    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
+    let every = Every::new(engine.config.heartbeat.every.get().max(std::time::Duration::from_secs(1)));
     loop {
-        let now = clock.now();
-        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
-        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
+        let Some(next) = every.next_after(clock.now()) else { return };
         while clock.now() < next {
             tokio::select! {
                 _ = tokio::time::sleep(sleep_for(clock.now(), Some(next))) => {}

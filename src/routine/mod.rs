@@ -4,6 +4,7 @@
 //! The serde types of a routine file live in `config::routine_file`, since
 //! routines.yaml may hold routines inline; they are re-exported here.
 
+pub mod cron;
 mod load;
 pub mod reserved;
 pub mod schedule;
@@ -33,6 +34,33 @@ pub enum TimeTrigger {
     At(chrono::DateTime<chrono::FixedOffset>),
 }
 
+/// The kind of a time trigger, as recorded in `runs.trigger`. Ordered as
+/// their names: of two triggers firing at the same instant, the daemon's
+/// catch-up records the first in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeKind {
+    At,
+    Cron,
+    Every,
+}
+
+impl TimeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeKind::At => "at",
+            TimeKind::Cron => "cron",
+            TimeKind::Every => "every",
+        }
+    }
+}
+
+impl std::fmt::Display for TimeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A routine ready to run.
 #[derive(Debug, Clone)]
 pub struct Routine {
@@ -48,7 +76,7 @@ impl TimeTrigger {
     /// The parsed expression of a cron trigger.
     pub fn cron(&self) -> Option<croner::Cron> {
         match self {
-            TimeTrigger::Cron { expr, .. } => schedule::parse_cron(expr).ok(),
+            TimeTrigger::Cron { expr, .. } => cron::parse_cron(expr).ok(),
             _ => None,
         }
     }

@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 
 use super::Locator;
 use crate::diag::{Diagnostics, did_you_mean};
-use crate::routine::{TimeTrigger, TriggerSpec, reserved, schedule};
+use crate::routine::{TimeTrigger, TriggerSpec, cron, reserved};
 
 /// Checks the trigger at `rel`; a time trigger comes back parsed.
 pub(super) fn check_trigger(
@@ -73,10 +73,10 @@ pub(super) fn check_trigger(
             );
             return None;
         }
-        match schedule::parse_cron(expr) {
+        match cron::parse_cron(expr) {
             Ok(_) => return zone.map(|zone| TimeTrigger::Cron { expr: expr.clone(), zone }),
             Err(e) => {
-                let (why, hint) = schedule::explain_cron_error(expr, &e);
+                let (why, hint) = cron::explain_cron_error(expr, &e);
                 diags.push(at.error(&sub("cron"), format!("invalid cron expression `{expr}`: {why}")).with_hint(hint));
                 return None;
             }
