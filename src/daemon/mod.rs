@@ -34,13 +34,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 use crate::clock::{Clock, sleep_for};
 use crate::routine::schedule::{self, Occurrence};
-use crate::routine::{LoadedRoutines, Routine, TimeKind};
+use crate::routine::{LoadedRoutines, Routine, TimeKind, TriggerContext};
 use crate::store::{StoreError, reason};
-use dispatch::{Dispatcher, Fire};
+use dispatch::{Dispatcher, IncomingFire};
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +58,7 @@ pub enum Signal {
     /// New routines to use (hot reload); the loop applies them.
     Reload(LoadedRoutines),
     /// A fire from a file watcher (or any other source).
-    Fire(Fire),
+    Fire(IncomingFire),
 }
 
 /// The timer loop and the routines it schedules.
@@ -193,11 +192,9 @@ impl Scheduler {
             }
             let catch_up = p.fire.len() > 1;
             for instant in &p.fire {
-                fires.push(Fire {
+                fires.push(IncomingFire {
                     routine: routine.name.clone(),
-                    kind: instant.kind.as_str(),
-                    scheduled_for: Some(instant.utc()),
-                    context: json!({}),
+                    trigger: TriggerContext::Schedule { kind: instant.kind, scheduled_for: instant.utc() },
                     catch_up,
                 });
             }
@@ -207,7 +204,7 @@ impl Scheduler {
             ok.push((routine, generation));
         }
         let instants: Vec<(String, DateTime<Utc>)> =
-            fires.iter().map(|f| (f.routine.clone(), f.scheduled_for.unwrap_or(now))).collect();
+            fires.iter().map(|f| (f.routine.clone(), f.trigger.scheduled_for().unwrap_or(now))).collect();
         let mut failed: Vec<String> = Vec::new();
         for ((name, at), result) in instants.iter().zip(self.dispatcher.accept_many(fires)) {
             match result {

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use super::Window;
 use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, DEFAULT_GREETING_HOURS};
-use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport, TriggerInfo};
-use crate::routine::Routine;
+use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport};
+use crate::routine::{Routine, TriggerContext};
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};
 
 /// The name greeting runs are recorded under (reserved in `routine`).
@@ -187,8 +187,7 @@ async fn send_planned(
         engine.store.skip_queued(run_id, why, &text)?;
         return Ok(Some(super::skipped_report(NAME, run_id, text)));
     }
-    let trigger = TriggerInfo { kind: NAME.into(), scheduled_for: Some(slot), context: json!({}) };
-    execute(engine, run_id, trigger, slot).await.map(Some)
+    execute(engine, run_id, TriggerContext::Greeting { scheduled_for: slot }, slot).await.map(Some)
 }
 
 /// Why a greeting at `at` may not be sent, checked against the greetings
@@ -259,14 +258,14 @@ pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Resu
             return Ok(super::skipped_report(NAME, run_id, text));
         }
     }
-    execute(engine, run_id, TriggerInfo::manual(), now).await
+    execute(engine, run_id, TriggerContext::Manual, now).await
 }
 
 /// Runs the agent for greeting `run_id`, due at `at`, and delivers the greeting.
 async fn execute(
     engine: &Engine,
     run_id: i64,
-    trigger: TriggerInfo,
+    trigger: TriggerContext,
     at: DateTime<Utc>,
 ) -> Result<RunReport, EngineError> {
     let routine = routine(&engine.config)?;

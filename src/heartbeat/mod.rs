@@ -15,10 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, sleep_for};
 use crate::config::{ActiveHours, Config};
-use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
+use crate::engine::{Engine, EngineError, RunOptions, RunReport};
 use crate::llm::Message;
 use crate::routine::schedule::Every;
-use crate::routine::{Routine, RoutineFile};
+use crate::routine::{Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
 /// The name heartbeat runs are recorded under (reserved in `routine`).
@@ -262,7 +262,7 @@ pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &st
     let mut routine = routine;
     routine.spec.prompt = Some(format!("{{% raw %}}{}{{% endraw %}}", routine.spec.prompt.unwrap_or_default()));
     let opts = RunOptions { kind: Some(RunKind::Heartbeat), checklist: Some(checklist), ..RunOptions::default() };
-    let trigger = TriggerInfo { kind: trigger.into(), scheduled_for: None, context: json!({}) };
+    let trigger = if trigger == "manual" { TriggerContext::Manual } else { TriggerContext::Heartbeat };
     engine.run(&routine, trigger, &opts, None).await
 }
 

@@ -9,6 +9,7 @@ mod load;
 pub mod reserved;
 pub mod schedule;
 pub mod template;
+mod trigger;
 
 use std::path::PathBuf;
 
@@ -19,6 +20,7 @@ pub use crate::config::routine_file::{
     WebhookAuth, WebhookTrigger,
 };
 pub use load::{LoadedRoutines, load_all};
+pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest};
 
 /// A time trigger, parsed.
 #[derive(Debug, Clone)]

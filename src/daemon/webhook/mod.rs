@@ -38,6 +38,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tokio::time::Instant;
 
+use crate::routine::WebhookRequest;
 use crate::routine::reserved::WEBHOOK_PATHS;
 pub use auth::Auth;
 use auth::{check_auth, visible_headers};
@@ -56,26 +57,6 @@ pub struct Route {
     pub path: String,
     /// How callers authenticate.
     pub auth: Auth,
-}
-
-/// What the listener hands to the engine for one accepted request; the engine exposes it to
-/// templates as `trigger` (SPEC §4).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct WebhookRequest {
-    /// The HTTP method, always `POST` for an accepted request.
-    pub method: String,
-    /// The request path, without the query string.
-    pub path: String,
-    /// The request headers by lower-case name, without `authorization`, `proxy-authorization`,
-    /// `cookie` and `x-signature-256`. Repeated headers are joined with `, `; bytes that are
-    /// not UTF-8 are replaced with U+FFFD.
-    pub headers: BTreeMap<String, String>,
-    /// The decoded query parameters; when a name repeats, the last value wins.
-    pub query: BTreeMap<String, String>,
-    /// The body as text; bytes that are not UTF-8 are replaced with U+FFFD.
-    pub body: String,
-    /// The body parsed as JSON, when it is valid JSON.
-    pub json: Option<serde_json::Value>,
 }
 
 /// Why [`Intake::enqueue`] did not queue a run.
