@@ -547,7 +547,7 @@ impl Engine {
         let recorded = self.store.record_event(
             run_id,
             &crate::store::NewEvent {
-                kind: "model_call",
+                kind: crate::store::EventKind::ModelCall,
                 tool: None,
                 status,
                 arguments: None,
@@ -845,7 +845,7 @@ impl Engine {
         let Ok(events) = self.store.run_events(run_id) else { return };
         let steps: Vec<String> = events
             .iter()
-            .filter(|e| e.kind == "tool_call" && e.status == "success")
+            .filter(|e| e.event_kind() == Some(crate::store::EventKind::ToolCall) && e.status == "success")
             .map(|e| format!("- {} {}", e.tool.as_deref().unwrap_or("?"), e.arguments.as_deref().unwrap_or("{}")))
             .collect();
         if steps.is_empty() {
