@@ -56,6 +56,32 @@ pub struct RoutineFile {
     pub on_failure: OnFailure,
 }
 
+/// What a routine file with only the given keys means: the same defaults
+/// serde fills in, for routines built in code (the heartbeat, greetings).
+impl Default for RoutineFile {
+    fn default() -> Self {
+        RoutineFile {
+            name: None,
+            description: None,
+            enabled: yes(),
+            triggers: Vec::new(),
+            prompt: None,
+            prompt_template: None,
+            vars: BTreeMap::new(),
+            agent: AgentOverrides::default(),
+            timeout: default_timeout(),
+            overlap: Overlap::default(),
+            catch_up: CatchUp::default(),
+            catch_up_window: default_catch_up_window(),
+            jitter: zero(),
+            retry: RetrySpec::default(),
+            silent_token: default_silent_token(),
+            deliver: Vec::new(),
+            on_failure: OnFailure::default(),
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
@@ -214,4 +240,15 @@ fn default_max_backoff() -> Duration {
 pub struct OnFailure {
     #[serde(default)]
     pub deliver: Vec<DeliveryTarget>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_is_what_an_empty_routine_file_means() {
+        let empty: RoutineFile = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert_eq!(format!("{:?}", RoutineFile::default()), format!("{empty:?}"));
+    }
 }

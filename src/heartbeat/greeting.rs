@@ -15,14 +15,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use rand::Rng;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Window;
 use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, DEFAULT_GREETING_HOURS};
 use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport};
-use crate::routine::{Routine, TriggerContext};
+use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};
 
 /// The name greeting runs are recorded under (reserved in `routine`).
@@ -268,7 +267,7 @@ async fn execute(
     trigger: TriggerContext,
     at: DateTime<Utc>,
 ) -> Result<RunReport, EngineError> {
-    let routine = routine(&engine.config)?;
+    let routine = routine(&engine.config);
     let opts = RunOptions { kind: Some(RunKind::Greeting), vars: vars(engine, at)?, ..RunOptions::default() };
     engine.execute(&routine, run_id, trigger, 1, &opts, None, &Cancel::default()).await
 }
@@ -339,19 +338,17 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// The routine a greeting runs as: no tools, one model call, the
+/// The routine a greeting runs as: no tools, at most two model calls, the
 /// heartbeat's deliveries.
-fn routine(config: &Config) -> Result<Routine, EngineError> {
-    super::builtin_routine(
-        config,
-        NAME,
-        json!({
-            "prompt": PROMPT,
-            "timeout": "2m",
-            "overlap": "allow",
-            "agent": { "tools": [], "max_iterations": 2 },
-        }),
-    )
+fn routine(config: &Config) -> Routine {
+    let spec = RoutineFile {
+        prompt: Some(PROMPT.into()),
+        timeout: crate::config::Duration::from_secs(2 * 60),
+        overlap: Overlap::Allow,
+        agent: AgentOverrides { tools: Some(Vec::new()), max_iterations: Some(2), ..AgentOverrides::default() },
+        ..RoutineFile::default()
+    };
+    super::builtin_routine(config, NAME, spec)
 }
 
 /// Sends the planned greetings until `stop`, on the injected clock.
