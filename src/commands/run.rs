@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use routines::agent::AgentEvent;
 use routines::config::Config;
-use routines::engine::{EngineError, RunOptions, TriggerInfo};
+use routines::engine::{EngineError, RunOptions};
+use routines::routine::TriggerContext;
 use routines::store::{DeliveryStatus, RunStatus};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -38,7 +39,7 @@ pub async fn run(
     let engine = engine(config, !dry_run)?;
 
     if dry_run {
-        let ctx = engine.context(&routine, &TriggerInfo::manual(), 0, 1, &vars);
+        let ctx = engine.context(&routine, &TriggerContext::Manual, 0, 1, &vars);
         let prompt = engine.render_prompt(&routine, &ctx).map_err(crate::app::UsageError)?;
         let agent = engine.agent_for(&routine)?;
         let system = agent.system_prompt(&prompt);
@@ -53,7 +54,7 @@ pub async fn run(
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(progress(rx, routine.name.clone()));
     let opts = RunOptions { vars, no_deliver, ..RunOptions::default() };
-    let result = engine.run(&routine, TriggerInfo::manual(), &opts, Some(tx)).await;
+    let result = engine.run(&routine, TriggerContext::Manual, &opts, Some(tx)).await;
     let _ = printer.await;
     let report = match result {
         Ok(r) => r,

@@ -28,13 +28,11 @@ use crate::llm::{Message, Provider};
 use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
 use crate::routine::template::Templates;
-use crate::routine::{Overlap, Routine, Session};
+use crate::routine::{Overlap, Routine, Session, TriggerContext};
 use crate::store::{
     DeliveryRow, DeliveryStatus, NewDelivery, NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, StoreError,
 };
 use crate::tools::{Registry, ShellSettings, safe_env};
-
-pub use context::TriggerInfo;
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
@@ -198,7 +196,7 @@ impl Engine {
     pub fn context(
         &self,
         routine: &Routine,
-        trigger: &TriggerInfo,
+        trigger: &TriggerContext,
         run_id: i64,
         attempt: u32,
         vars: &BTreeMap<String, String>,
@@ -250,7 +248,7 @@ impl Engine {
     pub async fn run(
         &self,
         routine: &Routine,
-        trigger: TriggerInfo,
+        trigger: TriggerContext,
         opts: &RunOptions,
         progress: Option<UnboundedSender<AgentEvent>>,
     ) -> Result<RunReport, EngineError> {
@@ -282,13 +280,13 @@ impl Engine {
         let run_id = self.store.create_run(&NewRun {
             kind: opts.kind.unwrap_or(RunKind::Routine),
             routine: Some(routine.name.clone()),
-            trigger: trigger.kind.clone(),
-            scheduled_for: trigger.scheduled_for,
+            trigger: trigger.kind().into(),
+            scheduled_for: trigger.scheduled_for(),
             status: RunStatus::Queued,
         })?;
         let detail = RunDetail {
             prompt: None,
-            trigger_context: Some(trigger.context.to_string()),
+            trigger_context: Some(trigger.to_stored()),
             attempt: 1,
             pid: Some(std::process::id()),
         };
@@ -308,7 +306,7 @@ impl Engine {
         &self,
         routine: &Routine,
         run_id: i64,
-        trigger: TriggerInfo,
+        trigger: TriggerContext,
         attempt: u32,
         opts: &RunOptions,
         progress: Option<UnboundedSender<AgentEvent>>,
@@ -316,7 +314,7 @@ impl Engine {
     ) -> Result<RunReport, EngineError> {
         let mut detail = RunDetail {
             prompt: None,
-            trigger_context: Some(trigger.context.to_string()),
+            trigger_context: Some(trigger.to_stored()),
             attempt,
             pid: Some(std::process::id()),
         };
@@ -432,12 +430,12 @@ impl Engine {
     }
 
     /// Records a run that did not start because of `overlap`.
-    fn skip(&self, routine: &Routine, trigger: &TriggerInfo, why: String) -> Result<RunReport, EngineError> {
+    fn skip(&self, routine: &Routine, trigger: &TriggerContext, why: String) -> Result<RunReport, EngineError> {
         let run_id = self.store.create_run(&NewRun {
             kind: RunKind::Routine,
             routine: Some(routine.name.clone()),
-            trigger: trigger.kind.clone(),
-            scheduled_for: trigger.scheduled_for,
+            trigger: trigger.kind().into(),
+            scheduled_for: trigger.scheduled_for(),
             status: RunStatus::Queued,
         })?;
         let outcome = RunOutcome {
@@ -549,7 +547,7 @@ impl Engine {
         let recorded = self.store.record_event(
             run_id,
             &crate::store::NewEvent {
-                kind: "model_call",
+                kind: crate::store::EventKind::ModelCall,
                 tool: None,
                 status,
                 arguments: None,
@@ -847,7 +845,7 @@ impl Engine {
         let Ok(events) = self.store.run_events(run_id) else { return };
         let steps: Vec<String> = events
             .iter()
-            .filter(|e| e.kind == "tool_call" && e.status == "success")
+            .filter(|e| e.event_kind() == Some(crate::store::EventKind::ToolCall) && e.status == "success")
             .map(|e| format!("- {} {}", e.tool.as_deref().unwrap_or("?"), e.arguments.as_deref().unwrap_or("{}")))
             .collect();
         if steps.is_empty() {

@@ -10,18 +10,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveTime, Utc};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ActiveHours, Config};
-use crate::daemon::clock::{Clock, sleep_for};
-use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
+use crate::clock::{Clock, sleep_for};
+use crate::config::{ActiveHours, Config, Duration};
+use crate::engine::{Engine, EngineError, RunOptions, RunReport};
 use crate::llm::Message;
-use crate::routine::{Routine, RoutineFile};
+use crate::routine::schedule::Every;
+use crate::routine::{Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
-/// The name heartbeat runs are recorded under.
-pub const NAME: &str = "heartbeat";
+/// The name heartbeat runs are recorded under (reserved in `routine`).
+pub use crate::routine::reserved::HEARTBEAT as NAME;
 
 /// Words a model adds around the ok token when all is well ("All good!
 /// HEARTBEAT_OK"); a reply made only of these and the token is silent.
@@ -217,36 +217,29 @@ pub fn review_prompt(checklist: &str, history: &[Message], token: &str) -> Optio
 /// The routine a beat runs as: the heartbeat's deliveries, the ok token as
 /// the silent token, a fresh history each beat (so a long-running daemon's
 /// prompt does not grow).
-fn routine(config: &Config, checklist: &str) -> Result<Routine, EngineError> {
+fn routine(config: &Config, checklist: &str) -> Routine {
     let hb = &config.heartbeat;
-    builtin_routine(
-        config,
-        NAME,
-        json!({
-            "prompt": prompt(checklist, &hb.ok_token),
-            "silent_token": hb.ok_token,
-            "timeout": "10m",
-            "overlap": "skip",
-        }),
-    )
+    let spec = RoutineFile {
+        prompt: Some(prompt(checklist, &hb.ok_token)),
+        silent_token: hb.ok_token.clone(),
+        timeout: Duration::from_secs(10 * 60),
+        overlap: Overlap::Skip,
+        ..RoutineFile::default()
+    };
+    builtin_routine(config, NAME, spec)
 }
 
-/// A built-in routine (the heartbeat, greetings): `spec` as a routine file
-/// would have it, in the engine's zone, delivering to `heartbeat.deliver`.
-fn builtin_routine(config: &Config, name: &str, mut spec: serde_json::Value) -> Result<Routine, EngineError> {
-    if let Some(map) = spec.as_object_mut() {
-        map.insert("name".into(), json!(name));
-    }
-    let mut spec: RoutineFile =
-        serde_json::from_value(spec).map_err(|e| EngineError::Setup(format!("built-in routine {name}: {e}")))?;
-    spec.deliver = config.heartbeat.deliver.clone();
-    Ok(Routine {
+/// A built-in routine (the heartbeat, greetings): `spec` named `name`, in
+/// the engine's zone, delivering to `heartbeat.deliver`.
+fn builtin_routine(config: &Config, name: &str, spec: RoutineFile) -> Routine {
+    let spec = RoutineFile { name: Some(name.into()), deliver: config.heartbeat.deliver.clone(), ..spec };
+    Routine {
         name: name.into(),
         file: config.file.clone().unwrap_or_default(),
         zone: config.timezone,
         spec,
         time_triggers: Vec::new(),
-    })
+    }
 }
 
 /// One beat now. A quiet beat is recorded `skipped` with its reason and
@@ -256,12 +249,12 @@ pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &st
         Ok(text) => text,
         Err(quiet) => return record_quiet(engine, &quiet, trigger),
     };
-    let routine = routine(&engine.config, &checklist)?;
+    let routine = routine(&engine.config, &checklist);
     // The prompt is the checklist itself; `{{` in it is not a template.
     let mut routine = routine;
     routine.spec.prompt = Some(format!("{{% raw %}}{}{{% endraw %}}", routine.spec.prompt.unwrap_or_default()));
     let opts = RunOptions { kind: Some(RunKind::Heartbeat), checklist: Some(checklist), ..RunOptions::default() };
-    let trigger = TriggerInfo { kind: trigger.into(), scheduled_for: None, context: json!({}) };
+    let trigger = if trigger == "manual" { TriggerContext::Manual } else { TriggerContext::Heartbeat };
     engine.run(&routine, trigger, &opts, None).await
 }
 
@@ -328,11 +321,9 @@ fn skipped_report(name: &str, run_id: i64, why: String) -> RunReport {
 /// epoch on the injected clock; a beat outside active hours or without a
 /// checklist is recorded skipped and calls no model.
 pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
-    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
+    let every = Every::new(engine.config.heartbeat.every.get().max(std::time::Duration::from_secs(1)));
     loop {
-        let now = clock.now();
-        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
-        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
+        let Some(next) = every.next_after(clock.now()) else { return };
         while clock.now() < next {
             tokio::select! {
                 _ = tokio::time::sleep(sleep_for(clock.now(), Some(next))) => {}

@@ -25,7 +25,7 @@ use rusqlite::types::Type;
 
 pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
-pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
+pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
 
 /// How long a statement waits for another process's lock before failing.
