@@ -2,6 +2,7 @@
 //! reported at once, and the resolved form the engine runs.
 
 mod load;
+pub mod overlap;
 pub mod schedule;
 pub mod template;
 
