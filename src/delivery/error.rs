@@ -111,3 +111,41 @@ impl fmt::Display for Kept {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mail_failure_keeps_its_classification_and_says_where_the_message_waits() {
+        let deferred = DeliveryError::Mail {
+            source: MailError::Send("the SMTP server mx:25 refused the message for now (451)".into()),
+            kept: Kept::InOutbox(PathBuf::from("outbox/run-1.0@x.eml")),
+        };
+        assert!(deferred.retryable());
+        assert_eq!(
+            deferred.to_string(),
+            "the SMTP server mx:25 refused the message for now (451); the message is kept in outbox/run-1.0@x.eml"
+        );
+        let rejected = DeliveryError::Mail {
+            source: MailError::Rejected("the SMTP server mx:25 rejected the message (550)".into()),
+            kept: Kept::NotKept(MailError::Build("no recipients".into())),
+        };
+        assert!(!rejected.retryable());
+        assert_eq!(
+            rejected.to_string(),
+            "the SMTP server mx:25 rejected the message (550); it could not be kept in the outbox either: no recipients"
+        );
+        let outbox = DeliveryError::Mail { source: MailError::Build("bad address".into()), kept: Kept::Nowhere };
+        assert_eq!((outbox.to_string().as_str(), outbox.retryable()), ("bad address", false));
+    }
+
+    #[test]
+    fn settings_that_cannot_work_exit_2_and_other_failures_1() {
+        let ca = DeliveryError::CaFile { path: "ca.pem".into(), source: std::io::ErrorKind::NotFound.into() };
+        assert_eq!((ca.exit_code(), ca.retryable()), (2, false));
+        assert!(ca.hint().is_some());
+        assert_eq!(DeliveryError::Smtp(MailError::Build("x".into())).exit_code(), 2);
+        assert_eq!(DeliveryError::EmptyPath.exit_code(), 1);
+    }
+}
