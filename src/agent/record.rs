@@ -31,6 +31,25 @@ impl EventSink for StoreRecorder {
                     },
                 )
             }
+            RunEvent::Review { what, prompt_tokens, completion_tokens, duration, error } => {
+                let detail = match error {
+                    Some(e) => format!("{what}: {e}"),
+                    None => what.clone(),
+                };
+                self.store.record_event(
+                    self.run_id,
+                    &NewEvent {
+                        kind: EventKind::ModelCall,
+                        tool: None,
+                        status: if error.is_some() { "error" } else { "ok" },
+                        arguments: None,
+                        detail: Some(&detail),
+                        prompt_tokens: Some(*prompt_tokens),
+                        completion_tokens: Some(*completion_tokens),
+                        duration_ms: millis(*duration),
+                    },
+                )
+            }
             RunEvent::ToolCall { tool, arguments, status, duration, detail } => self.store.record_event(
                 self.run_id,
                 &NewEvent {

@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{find, print_json};
-use crate::app::{Refused, engine, routines};
+use crate::app::{Refused, UsageError, engine, routines};
 
 pub async fn run(
     config: Config,
@@ -30,17 +30,14 @@ pub async fn run(
     }
     let vars: BTreeMap<String, String> = vars.into_iter().collect();
     if !dry_run && !routine.spec.enabled {
-        return Ok(refuse(&Refused(format!(
-            "routine `{}` is disabled; set `enabled: true` in {} to run it",
-            routine.name,
-            routine.file.display()
-        ))));
+        let disabled = EngineError::Disabled { routine: routine.name.clone(), file: routine.file.clone() };
+        return Ok(refuse(&Refused(disabled.to_string())));
     }
     let engine = engine(config, !dry_run)?;
 
     if dry_run {
         let ctx = engine.context(&routine, &TriggerContext::Manual, 0, 1, &vars);
-        let prompt = engine.render_prompt(&routine, &ctx).map_err(crate::app::UsageError)?;
+        let prompt = engine.render_prompt(&routine, &ctx).map_err(|e| UsageError(e.to_string()))?;
         let agent = engine.agent_for(&routine)?;
         let system = agent.system_prompt(&prompt);
         if json_out {
@@ -58,9 +55,7 @@ pub async fn run(
     let _ = printer.await;
     let report = match result {
         Ok(r) => r,
-        Err(EngineError::Disabled(n)) => {
-            return Ok(refuse(&Refused(format!("routine `{n}` is disabled; set `enabled: true` to run it"))));
-        }
+        Err(e @ EngineError::Disabled { .. }) => return Ok(refuse(&Refused(e.to_string()))),
         Err(e) => return Err(e.into()),
     };
 

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::metrics::Metrics;
 use crate::clock::Clock;
 use crate::engine::{Cancel, Engine, RunOptions};
+use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::{Overlap, Routine, StoredTriggerError, TriggerContext};
 use crate::store::{NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
 
@@ -138,29 +139,25 @@ impl Dispatcher {
             let planned_here: Vec<&Cancel> =
                 planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
             let waiting = entry.waiting.len() + planned_here.len();
-            let busy = !entry.running.is_empty() || waiting > 0;
-            let skip_why = match routine.spec.overlap {
-                _ if fire.catch_up => None,
-                Overlap::Skip if busy => {
-                    Some(format!("a run of `{}` was still active (overlap: skip); this fire was skipped", routine.name))
-                }
-                Overlap::Queue if waiting > 0 => Some(format!(
-                    "a run of `{}` was already waiting (overlap: queue keeps at most one); this fire was skipped",
-                    routine.name
-                )),
-                _ => None,
+            let activity = Activity {
+                active: !entry.running.is_empty() || waiting > 0,
+                run: entry.running.keys().min().copied(),
+                waiting: waiting > 0,
             };
-            if let Some(why) = skip_why {
-                results[i] = Some(
-                    self.record_skip(&routine, fire, &why).map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)),
-                );
-                continue;
-            }
-            if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
-                let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
-                for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
-                    cancel.cancel(reason::REPLACED, why.clone());
+            match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
+                Admission::Skip(why) => {
+                    let recorded = self.record_skip(&routine, fire, &why.to_string());
+                    results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
+                    continue;
                 }
+                Admission::Replace => {
+                    let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
+                    for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
+                        cancel.cancel(reason::REPLACED, why.clone());
+                    }
+                }
+                // A fire that may start or must wait takes its turn in `take_turn`.
+                Admission::Start | Admission::Queue => {}
             }
             let not_before = self.jittered(&routine, fire.trigger.scheduled_for());
             planned.push((i, routine, not_before, Cancel::default(), fire.trigger.to_stored()));
@@ -276,18 +273,7 @@ impl Dispatcher {
             Err(StoreError::DuplicateFire { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        store.finish_run(
-            id,
-            &RunOutcome {
-                status: RunStatus::Skipped,
-                output: None,
-                error: Some(why.to_string()),
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                iterations: 0,
-                reason: Some(reason::OVERLAP),
-            },
-        )?;
+        store.finish_run(id, &RunOutcome::skipped(reason::OVERLAP, why))?;
         tracing::info!(routine = %routine.name, run_id = id, "{why}");
         Ok(Some(id))
     }

@@ -17,10 +17,11 @@ use chrono_tz::Tz;
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
+use super::HeartbeatError;
 use super::Window;
 use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, DEFAULT_GREETING_HOURS};
-use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport};
+use crate::engine::{Cancel, Engine, RunOptions, RunReport};
 use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};
 
@@ -116,8 +117,8 @@ fn plan(engine: &Engine, window: Window, day: NaiveDate, now: DateTime<Utc>) -> 
 
 /// Sends every planned greeting that is due at `now`, records the missed
 /// ones, and returns when to look again.
-pub async fn step(engine: &Engine, now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
-    let window = window(&engine.config).map_err(EngineError::Setup)?;
+pub async fn step(engine: &Engine, now: DateTime<Utc>) -> Result<DateTime<Utc>, HeartbeatError> {
+    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
     let zone = engine.config.timezone;
     let today = now.with_timezone(&zone).date_naive();
     let mut wake = now + Duration::days(1);
@@ -170,7 +171,7 @@ async fn send_planned(
     engine: &Engine,
     slot: DateTime<Utc>,
     day: (DateTime<Utc>, DateTime<Utc>),
-) -> Result<Option<RunReport>, EngineError> {
+) -> Result<Option<RunReport>, HeartbeatError> {
     let run_id = match engine.store.create_run(&NewRun {
         kind: RunKind::Greeting,
         routine: Some(NAME.into()),
@@ -196,7 +197,7 @@ fn refusal(
     at: DateTime<Utc>,
     (start, end): (DateTime<Utc>, DateTime<Utc>),
     this: i64,
-) -> Result<Option<(&'static str, String)>, EngineError> {
+) -> Result<Option<(&'static str, String)>, HeartbeatError> {
     let settings = &engine.config.heartbeat.greeting;
     let sent = engine
         .store
@@ -224,8 +225,8 @@ fn refusal(
 /// toward the day's limit; unless `force`, it is refused outside active
 /// hours, over the limit or within `min_gap` of the last one (recorded as
 /// skipped with the reason).
-pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Result<RunReport, EngineError> {
-    let window = window(&engine.config).map_err(EngineError::Setup)?;
+pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Result<RunReport, HeartbeatError> {
+    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
     let zone = engine.config.timezone;
     let local = now.with_timezone(&zone);
     let run_id = engine.store.create_run(&NewRun {
@@ -266,10 +267,10 @@ async fn execute(
     run_id: i64,
     trigger: TriggerContext,
     at: DateTime<Utc>,
-) -> Result<RunReport, EngineError> {
+) -> Result<RunReport, HeartbeatError> {
     let routine = routine(&engine.config);
     let opts = RunOptions { kind: Some(RunKind::Greeting), vars: vars(engine, at)?, ..RunOptions::default() };
-    engine.execute(&routine, run_id, trigger, 1, &opts, None, &Cancel::default()).await
+    Ok(engine.execute(&routine, run_id, trigger, 1, &opts, None, &Cancel::default()).await?)
 }
 
 /// The greeting prompt. What the user has been working on comes from
@@ -294,12 +295,11 @@ This is a greeting, not a conversation: no questions, no offers of help. Reply w
 /// (not routine approaches or routine turns, which are the agent's own).
 const RECENT: usize = 6;
 
-fn vars(engine: &Engine, at: DateTime<Utc>) -> Result<BTreeMap<String, String>, EngineError> {
+fn vars(engine: &Engine, at: DateTime<Utc>) -> Result<BTreeMap<String, String>, HeartbeatError> {
     let now = at.with_timezone(&engine.config.timezone);
     let recent: Vec<String> = engine
         .memory
-        .list(None, 100)
-        .map_err(|e| EngineError::Setup(format!("cannot read memory for the greeting: {e}")))?
+        .list(None, 100)?
         .into_iter()
         .filter(|m| !m.key.starts_with("routine:") && !m.key.starts_with("turn:routine:"))
         .take(RECENT)

@@ -6,6 +6,7 @@
 
 pub mod cron;
 mod load;
+pub mod overlap;
 pub mod reserved;
 pub mod schedule;
 pub mod template;

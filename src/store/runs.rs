@@ -122,6 +122,20 @@ pub struct RunOutcome {
     pub reason: Option<&'static str>,
 }
 
+impl RunOutcome {
+    /// An end with no output and nothing counted yet: no tokens, no iterations (a run that made
+    /// no model call, or the start of one that will count them).
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        RunOutcome { status, output: None, error, prompt_tokens: 0, completion_tokens: 0, iterations: 0, reason: None }
+    }
+
+    /// A run that did not start: `skipped` for `reason` (see [`super::reason`]), `why` as its
+    /// error.
+    pub fn skipped(reason: &'static str, why: impl Into<String>) -> Self {
+        RunOutcome { reason: Some(reason), ..RunOutcome::new(RunStatus::Skipped, Some(why.into())) }
+    }
+}
+
 /// One row of `runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
