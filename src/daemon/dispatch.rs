@@ -246,16 +246,7 @@ impl Dispatcher {
     fn set_aside_unreadable(&self, run_id: i64, routine: &str, error: &StoredTriggerError) {
         let why = format!("the fire's trigger could not be read back from the database: {error}");
         tracing::error!(%routine, run_id, "{why}");
-        let outcome = RunOutcome {
-            status: RunStatus::Failed,
-            output: None,
-            error: Some(why),
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            iterations: 0,
-            reason: None,
-        };
-        if let Err(e) = self.engine.store.finish_run(run_id, &outcome) {
+        if let Err(e) = self.engine.store.finish_run(run_id, &RunOutcome::new(RunStatus::Failed, Some(why))) {
             tracing::error!(%routine, run_id, error = %e, "Could not record the unreadable fire as failed.");
         }
     }

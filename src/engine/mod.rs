@@ -31,7 +31,7 @@ use crate::policy::Redactor;
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::template::Templates;
 use crate::routine::{Routine, Session, TriggerContext};
-use crate::store::{NewRun, RunDetail, RunKind, RunOutcome, RunStatus, Store, process_alive, reason};
+use crate::store::{NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError, process_alive, reason};
 use crate::tools::ShellSettings;
 
 pub use crate::delivery::DeliveryReport;
@@ -149,14 +149,7 @@ impl Engine {
         if let Admission::Skip(why) = admission {
             return self.skip(routine, &trigger, why.to_string());
         }
-        let run_id = self.store.create_run(&NewRun {
-            kind: opts.kind.unwrap_or(RunKind::Routine),
-            routine: Some(routine.name.clone()),
-            trigger: trigger.kind().into(),
-            scheduled_for: trigger.scheduled_for(),
-            status: RunStatus::Queued,
-        })?;
-        self.store.set_run_detail(run_id, &detail(&trigger, 1))?;
+        let run_id = self.queue_run(&routine.name, opts.kind.unwrap_or(RunKind::Routine), &trigger)?;
         if admission == Admission::Queue {
             self.wait_for_earlier_runs(routine, run_id).await?;
         }
@@ -178,8 +171,8 @@ impl Engine {
         progress: Option<UnboundedSender<AgentEvent>>,
         cancel: &Cancel,
     ) -> Result<RunReport, EngineError> {
-        let mut detail = detail(&trigger, attempt);
         self.store.start_run(run_id)?;
+        self.store.set_attempt(run_id, attempt)?;
         let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
         let mut outcome = RunOutcome::new(RunStatus::Failed, None);
 
@@ -190,8 +183,7 @@ impl Engine {
                 return self.finish(routine, run_id, &ctx, opts, outcome).await;
             }
         };
-        detail.prompt = Some(self.redactor.redact(&prompt).into_owned());
-        self.store.set_run_detail(run_id, &detail)?;
+        self.store.set_prompt(run_id, &self.redactor.redact(&prompt))?;
 
         let mut agent = match self.agent_for(routine) {
             // Beats and greetings repeat themselves: their turns would fill
@@ -222,7 +214,7 @@ impl Engine {
         let result = tokio::select! {
             r = tokio::time::timeout(
                 routine.spec.timeout.get(),
-                self.checked_attempts(routine, &mut agent, &prompt, run_id, &mut detail, deadline, &*check, &mut earlier),
+                self.checked_attempts(routine, &mut agent, &prompt, run_id, deadline, &*check, &mut earlier),
             ) => Some(r),
             _ = cancel.cancelled() => None,
         };
@@ -266,6 +258,22 @@ impl Engine {
         self.finish(routine, run_id, &ctx, opts, outcome).await
     }
 
+    /// Records a new run of the routine `name`, queued and owned by this process at attempt 1,
+    /// with the context of its trigger. The context is written here, once; [`Engine::execute`]
+    /// does not write it again (the daemon's claim writes it for the fires it queues).
+    pub fn queue_run(&self, name: &str, kind: RunKind, trigger: &TriggerContext) -> Result<i64, StoreError> {
+        let run_id = self.store.create_run(&NewRun {
+            kind,
+            routine: Some(name.into()),
+            trigger: trigger.kind().into(),
+            scheduled_for: trigger.scheduled_for(),
+            status: RunStatus::Queued,
+        })?;
+        self.store.set_trigger_context(run_id, &trigger.to_stored())?;
+        self.store.set_attempt(run_id, 1)?;
+        Ok(run_id)
+    }
+
     /// Records a run that did not start because of `overlap`.
     fn skip(&self, routine: &Routine, trigger: &TriggerContext, why: String) -> Result<RunReport, EngineError> {
         let run_id = self.store.create_run(&NewRun {
@@ -307,7 +315,6 @@ impl Engine {
         agent: &mut Agent,
         prompt: &str,
         run_id: i64,
-        detail: &mut RunDetail,
         deadline: Instant,
     ) -> Result<String, AgentError> {
         let retry = &routine.spec.retry;
@@ -324,8 +331,9 @@ impl Engine {
                     tracing::warn!(routine = %routine.name, attempt, error = %e, wait_ms = wait.as_millis() as u64, "Run attempt failed, retrying.");
                     tokio::time::sleep(wait).await;
                     attempt += 1;
-                    detail.attempt = attempt;
-                    let _ = self.store.set_run_detail(run_id, detail);
+                    if let Err(e) = self.store.set_attempt(run_id, attempt) {
+                        tracing::warn!(routine = %routine.name, run_id, error = %e, "Could not record the attempt.");
+                    }
                 }
                 Err(e) => return Err(e),
             }
@@ -356,9 +364,4 @@ impl Engine {
             deliveries,
         })
     }
-}
-
-/// The detail recorded with a run as it is queued or starts.
-fn detail(trigger: &TriggerContext, attempt: u32) -> RunDetail {
-    RunDetail { prompt: None, trigger_context: Some(trigger.to_stored()), attempt, pid: Some(std::process::id()) }
 }

@@ -6,7 +6,6 @@ use std::time::Instant;
 use super::{Engine, RunOptions};
 use crate::agent::{Agent, AgentError, ReplyCheck, SilentToken, TurnStats};
 use crate::routine::Routine;
-use crate::store::RunDetail;
 
 /// The check of a run: the one of its options, else its routine's silent token.
 pub(super) fn check_of(routine: &Routine, opts: &RunOptions) -> Arc<dyn ReplyCheck> {
@@ -25,19 +24,18 @@ impl Engine {
         agent: &mut Agent,
         prompt: &str,
         run_id: i64,
-        detail: &mut RunDetail,
         deadline: Instant,
         check: &dyn ReplyCheck,
         earlier: &mut TurnStats,
     ) -> Result<String, AgentError> {
-        let mut reply = self.attempts(routine, agent, prompt, run_id, detail, deadline).await?;
+        let mut reply = self.attempts(routine, agent, prompt, run_id, deadline).await?;
         if !check.is_silent(&reply) {
             return Ok(reply);
         }
         if agent.last_turn().tool_calls == 0 && !agent.tool_specs().is_empty() {
             if let Some(nudge) = check.nudge() {
                 *earlier = agent.last_turn();
-                reply = self.attempts(routine, agent, &nudge, run_id, detail, deadline).await?;
+                reply = self.attempts(routine, agent, &nudge, run_id, deadline).await?;
             }
         }
         if check.is_silent(&reply) {

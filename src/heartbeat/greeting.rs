@@ -23,7 +23,7 @@ use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, DEFAULT_GREETING_HOURS};
 use crate::engine::{Cancel, Engine, RunOptions, RunReport};
 use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
-use crate::store::{NewRun, RunKind, RunStatus, StoreError};
+use crate::store::{RunKind, RunStatus, StoreError};
 
 /// The name greeting runs are recorded under (reserved in `routine`).
 pub use crate::routine::reserved::GREETING as NAME;
@@ -172,13 +172,8 @@ async fn send_planned(
     slot: DateTime<Utc>,
     day: (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Option<RunReport>, HeartbeatError> {
-    let run_id = match engine.store.create_run(&NewRun {
-        kind: RunKind::Greeting,
-        routine: Some(NAME.into()),
-        trigger: NAME.into(),
-        scheduled_for: Some(slot),
-        status: RunStatus::Queued,
-    }) {
+    let trigger = TriggerContext::Greeting { scheduled_for: slot };
+    let run_id = match engine.queue_run(NAME, RunKind::Greeting, &trigger) {
         Ok(id) => id,
         Err(StoreError::DuplicateFire { .. }) => return Ok(None),
         Err(e) => return Err(e.into()),
@@ -187,7 +182,7 @@ async fn send_planned(
         engine.store.skip_queued(run_id, why, &text)?;
         return Ok(Some(super::skipped_report(NAME, run_id, text)));
     }
-    execute(engine, run_id, TriggerContext::Greeting { scheduled_for: slot }, slot).await.map(Some)
+    execute(engine, run_id, trigger, slot).await.map(Some)
 }
 
 /// Why a greeting at `at` may not be sent, checked against the greetings
@@ -229,13 +224,7 @@ pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Resu
     let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
     let zone = engine.config.timezone;
     let local = now.with_timezone(&zone);
-    let run_id = engine.store.create_run(&NewRun {
-        kind: RunKind::Greeting,
-        routine: Some(NAME.into()),
-        trigger: "manual".into(),
-        scheduled_for: None,
-        status: RunStatus::Queued,
-    })?;
+    let run_id = engine.queue_run(NAME, RunKind::Greeting, &TriggerContext::Manual)?;
     if !force {
         let refused = if window.contains(local.time()) {
             let mut day = local.date_naive();

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::runs::{RUN_COLUMNS, run_from_row};
 use super::{RunRow, RunStatus, Store, StoreError, time_column, to_db_time};
 
-/// What a routine run records beyond the common columns.
+/// What a routine run records beyond the common columns, as [`Store::run_detail`] reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RunDetail {
     pub prompt: Option<String>,
@@ -111,15 +111,27 @@ fn delivery_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
 }
 
 impl Store {
-    /// Records the rendered prompt, trigger context, attempt and the process
-    /// running it.
-    pub fn set_run_detail(&self, id: i64, detail: &RunDetail) -> Result<(), StoreError> {
+    /// Records the trigger's context (JSON text, see `routine::TriggerContext`) of a run created
+    /// with [`Store::create_run`]. It is written once, as the run is created; a claimed fire
+    /// carries it in its claim.
+    pub fn set_trigger_context(&self, id: i64, context: &str) -> Result<(), StoreError> {
+        self.with_conn(|c| c.execute("UPDATE runs SET trigger_context = ?2 WHERE id = ?1", params![id, context]))?;
+        Ok(())
+    }
+
+    /// Records that this process runs attempt `attempt` (from 1) of a run: the attempt and the
+    /// process id, by which a run whose process died is found.
+    pub fn set_attempt(&self, id: i64, attempt: u32) -> Result<(), StoreError> {
+        let pid = std::process::id();
         self.with_conn(|c| {
-            c.execute(
-                "UPDATE runs SET prompt = ?2, trigger_context = ?3, attempt = ?4, pid = ?5 WHERE id = ?1",
-                params![id, detail.prompt, detail.trigger_context, detail.attempt, detail.pid],
-            )
+            c.execute("UPDATE runs SET attempt = ?2, pid = ?3 WHERE id = ?1", params![id, attempt, pid])
         })?;
+        Ok(())
+    }
+
+    /// Records the rendered prompt of a run (secrets redacted by the caller).
+    pub fn set_prompt(&self, id: i64, prompt: &str) -> Result<(), StoreError> {
+        self.with_conn(|c| c.execute("UPDATE runs SET prompt = ?2 WHERE id = ?1", params![id, prompt]))?;
         Ok(())
     }
 

@@ -92,6 +92,24 @@ fn run_lifecycle_round_trips_all_columns() {
 }
 
 #[test]
+fn the_trigger_context_is_written_once_and_attempts_and_prompt_leave_it_alone() {
+    let (_dir, store) = store();
+    let id = store.create_run(&routine_run("r", None)).unwrap();
+    store.set_trigger_context(id, r#"{"path":"in/a.csv"}"#).unwrap();
+    store.set_attempt(id, 2).unwrap();
+    store.set_prompt(id, "Summarize in/a.csv.").unwrap();
+    assert_eq!(
+        store.run_detail(id).unwrap(),
+        Some(crate::store::RunDetail {
+            prompt: Some("Summarize in/a.csv.".into()),
+            trigger_context: Some(r#"{"path":"in/a.csv"}"#.into()),
+            attempt: 2,
+            pid: Some(std::process::id()),
+        })
+    );
+}
+
+#[test]
 fn created_running_gets_started_at() {
     let (_dir, store) = store();
     let id = store
