@@ -8,7 +8,7 @@ use chrono_tz::Tz;
 
 use super::{
     AgentSettings, ConfigFile, Duration, HeartbeatSettings, Language, LimitSettings, MailSettings, SecuritySettings,
-    ServerSettings, ToolCallMode,
+    ServerSettings, ToolCallMode, parse_time,
 };
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
 use crate::yaml::{self, SourceMap};
@@ -272,10 +272,9 @@ fn resolve(
     if raw.limits.max_concurrent_runs == 0 {
         problem(&["limits", "max_concurrent_runs"], "max_concurrent_runs must be at least 1".into(), None);
     }
-    let parse_time = |value: &str| chrono::NaiveTime::parse_from_str(value, "%H:%M");
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
-            if parse_time(value).is_err() {
+            if parse_time(value).is_none() {
                 problem(
                     &["heartbeat", "active_hours", field],
                     format!("`{value}` is not a time of day"),
@@ -286,29 +285,23 @@ fn resolve(
     }
     let greeting = &raw.heartbeat.greeting;
     if greeting.enabled {
-        let (start, end) = match &raw.heartbeat.active_hours {
-            Some(h) => (h.start.as_str(), h.end.as_str()),
-            None => super::DEFAULT_GREETING_HOURS,
-        };
         if greeting.max_per_day == 0 {
             problem(
                 &["heartbeat", "greeting", "max_per_day"],
                 "max_per_day must be at least 1".into(),
                 Some("set `enabled: false` to send no greetings".into()),
             );
-        } else if let (Ok(s), Ok(e)) = (parse_time(start), parse_time(end)) {
-            let mut window = e - s;
-            if window <= chrono::TimeDelta::zero() {
-                window += chrono::TimeDelta::days(1);
-            }
+        } else if let Ok(window) = raw.heartbeat.greeting_window() {
+            let length = window.length();
             let gap = chrono::TimeDelta::from_std(greeting.min_gap.get()).unwrap_or(chrono::TimeDelta::MAX);
             let needed = gap.checked_mul(i32::try_from(greeting.max_per_day - 1).unwrap_or(i32::MAX));
-            if needed.is_none_or(|n| n >= window) {
-                let fit = (window.num_seconds() - 1) / gap.num_seconds().max(1) + 1;
+            if needed.is_none_or(|n| n >= length) {
+                let fit = (length.num_seconds() - 1) / gap.num_seconds().max(1) + 1;
+                let hours = format!("{}–{}", window.start.format("%H:%M"), window.end.format("%H:%M"));
                 problem(
                     &["heartbeat", "greeting", "max_per_day"],
                     format!(
-                        "{} greetings at least {} apart do not fit in the greeting hours {start}–{end}",
+                        "{} greetings at least {} apart do not fit in the greeting hours {hours}",
                         greeting.max_per_day, greeting.min_gap
                     ),
                     Some(format!("at most {fit} fit; lower max_per_day or min_gap, or widen heartbeat.active_hours")),

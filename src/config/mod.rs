@@ -8,6 +8,7 @@
 //! against the config file's folder.
 
 mod duration;
+mod hours;
 mod load;
 pub mod routine_file;
 
@@ -17,6 +18,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use duration::{Duration, DurationError};
+pub use hours::{HoursError, Window, parse_time};
 pub use load::{Config, ConfigError, Env, ProcessEnv, ProviderConfig, Secret, discover, from_str, load};
 
 /// Reply language and tool-result labels.

@@ -10,10 +10,7 @@ use std::path::{Path, PathBuf};
 /// Why the lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error(
-        "another routines daemon{pid} is already running on the data folder {dir}\n  \
-         stop it first, or give this one its own `data_dir` in routines.yaml"
-    )]
+    #[error("another routines daemon{pid} is already running on the data folder {}", dir.display())]
     Held { dir: PathBuf, pid: String },
     #[error("cannot create the lock file {path}: {cause}")]
     Io { path: PathBuf, cause: std::io::Error },

@@ -16,6 +16,7 @@
 //!   then are cancelled and recorded `interrupted` for the next start.
 
 pub mod dispatch;
+mod error;
 pub mod lock;
 pub mod metrics;
 pub mod plan;
@@ -41,16 +42,7 @@ use crate::routine::{LoadedRoutines, Routine, TimeKind, TriggerContext};
 use crate::store::{StoreError, reason};
 use dispatch::{Dispatcher, IncomingFire};
 
-/// Why the daemon stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    #[error(transparent)]
-    Lock(#[from] lock::LockError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    Setup(String),
-}
+pub use error::DaemonError;
 
 /// Something the daemon loop reacts to besides time.
 #[derive(Debug)]

@@ -50,10 +50,8 @@ pub async fn run(
     // File triggers: one watcher on events, one polling for triggers with `poll`.
     let (files_tx, mut files_rx) = unbounded_channel::<FileFire>();
     let (evented, polled, interval) = watch_specs(&routines);
-    let watcher = Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
-    let poller = Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let watcher = Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)?;
+    let poller = Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))?;
     let forward = signals_tx.clone();
     tokio::spawn(async move {
         while let Some(f) = files_rx.recv().await {
@@ -67,12 +65,9 @@ pub async fn run(
 
     // Webhooks, /healthz and /metrics.
     let table = RouteTable::new(routes(&routines, &ProcessEnv));
-    let listener = tokio::net::TcpListener::bind(&config.server.listen).await.map_err(|e| {
-        DaemonError::Setup(format!(
-            "cannot listen on {} (server.listen): {e}\n  choose a free address in routines.yaml, e.g. server: {{ listen: 127.0.0.1:8788 }}",
-            config.server.listen
-        ))
-    })?;
+    let listener = tokio::net::TcpListener::bind(&config.server.listen)
+        .await
+        .map_err(|source| DaemonError::Listen { address: config.server.listen.clone(), source })?;
     let address = listener.local_addr().map(|a| a.to_string()).unwrap_or_else(|_| config.server.listen.clone());
     let settings = webhook::Settings {
         body_limit: 1024 * 1024,

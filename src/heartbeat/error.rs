@@ -1,5 +1,8 @@
 //! Why a beat or a greeting could not run or be recorded.
 
+use std::path::PathBuf;
+
+use crate::config::HoursError;
 use crate::engine::EngineError;
 use crate::memory::MemoryError;
 use crate::store::StoreError;
@@ -13,34 +16,31 @@ pub enum HeartbeatError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// `heartbeat.active_hours` cannot be read, or the checklist cannot (the message says which).
-    #[error("{0}")]
-    Settings(String),
+    /// `heartbeat.active_hours` is not a pair of `HH:MM` times.
+    #[error(transparent)]
+    Hours(#[from] HoursError),
+    /// The checklist exists but cannot be read.
+    #[error("cannot read the checklist {}: {source}", path.display())]
+    Checklist {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot read memory for the greeting: {0}")]
     Memory(#[from] MemoryError),
-    /// A built-in routine's own spec does not load: a bug.
-    #[error("built-in routine {name}: {source}; this is a bug in routines")]
-    Builtin {
-        name: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
     /// A state the code rules out was reached: a bug.
     #[error("internal error: {0}; this is a bug in routines")]
     Bug(&'static str),
 }
 
 impl HeartbeatError {
-    /// The exit code of a command stopped by it: 2 for settings that must change, the engine's
-    /// for its errors, else 1.
+    /// The exit code of a command stopped by it: 2 for settings that must change (the hours, an
+    /// unreadable checklist), the engine's for its errors, else 1.
     pub fn exit_code(&self) -> u8 {
         match self {
             HeartbeatError::Engine(e) => e.exit_code(),
-            HeartbeatError::Settings(_) => 2,
-            HeartbeatError::Store(_)
-            | HeartbeatError::Memory(_)
-            | HeartbeatError::Builtin { .. }
-            | HeartbeatError::Bug(_) => 1,
+            HeartbeatError::Hours(_) | HeartbeatError::Checklist { .. } => 2,
+            HeartbeatError::Store(_) | HeartbeatError::Memory(_) | HeartbeatError::Bug(_) => 1,
         }
     }
 
@@ -48,6 +48,9 @@ impl HeartbeatError {
     pub fn hint(&self) -> Option<String> {
         match self {
             HeartbeatError::Engine(e) => e.hint(),
+            HeartbeatError::Checklist { .. } => {
+                Some("heartbeat.checklist names it; a relative path is read from the config file's folder".into())
+            }
             _ => None,
         }
     }

@@ -18,9 +18,8 @@ use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
 use super::HeartbeatError;
-use super::Window;
 use crate::clock::{Clock, sleep_for};
-use crate::config::{Config, DEFAULT_GREETING_HOURS};
+use crate::config::{Config, Window};
 use crate::engine::{Cancel, Engine, RunOptions, RunReport};
 use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{RunKind, RunStatus, StoreError};
@@ -42,18 +41,6 @@ pub mod reason {
     pub const MIN_GAP: &str = "min_gap";
     /// Outside active hours (a greeting asked for by hand).
     pub const QUIET: &str = "quiet";
-}
-
-/// The local window greetings fall in: active hours, or
-/// [`DEFAULT_GREETING_HOURS`].
-pub fn window(config: &Config) -> Result<Window, String> {
-    match &config.heartbeat.active_hours {
-        Some(hours) => Window::parse(hours),
-        None => {
-            let t = |s| NaiveTime::parse_from_str(s, "%H:%M").map_err(|e| e.to_string());
-            Ok(Window { start: t(DEFAULT_GREETING_HOURS.0)?, end: t(DEFAULT_GREETING_HOURS.1)? })
-        }
-    }
 }
 
 /// The window of local date `day` as instants: it starts on `day` and ends
@@ -118,7 +105,7 @@ fn plan(engine: &Engine, window: Window, day: NaiveDate, now: DateTime<Utc>) -> 
 /// Sends every planned greeting that is due at `now`, records the missed
 /// ones, and returns when to look again.
 pub async fn step(engine: &Engine, now: DateTime<Utc>) -> Result<DateTime<Utc>, HeartbeatError> {
-    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
+    let window = engine.config.heartbeat.greeting_window()?;
     let zone = engine.config.timezone;
     let today = now.with_timezone(&zone).date_naive();
     let mut wake = now + Duration::days(1);
@@ -221,7 +208,7 @@ fn refusal(
 /// hours, over the limit or within `min_gap` of the last one (recorded as
 /// skipped with the reason).
 pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Result<RunReport, HeartbeatError> {
-    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
+    let window = engine.config.heartbeat.greeting_window()?;
     let zone = engine.config.timezone;
     let local = now.with_timezone(&zone);
     let run_id = engine.queue_run(NAME, RunKind::Greeting, &TriggerContext::Manual)?;

@@ -11,11 +11,11 @@ mod reply;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveTime, Utc};
+use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::{Clock, sleep_for};
-use crate::config::{ActiveHours, Config, Duration};
+use crate::config::{Config, Duration};
 use crate::engine::{Engine, RunOptions, RunReport};
 use crate::routine::schedule::Every;
 use crate::routine::{Overlap, Routine, RoutineFile, TriggerContext};
@@ -26,35 +26,6 @@ pub use reply::{OkCheck, is_ok, review_prompt};
 
 /// The name heartbeat runs are recorded under (reserved in `routine`).
 pub use crate::routine::reserved::HEARTBEAT as NAME;
-
-/// Active hours as local times; a window whose end is before its start
-/// crosses midnight (`22:00`–`06:00`), and one that ends when it starts
-/// (`00:00`–`00:00`) is the whole day.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    pub start: NaiveTime,
-    pub end: NaiveTime,
-}
-
-impl Window {
-    pub fn parse(hours: &ActiveHours) -> Result<Window, String> {
-        let time = |field: &str, text: &str| {
-            NaiveTime::parse_from_str(text.trim(), "%H:%M")
-                .map_err(|_| format!("heartbeat.active_hours.{field} `{text}` is not a time like 08:00"))
-        };
-        Ok(Window { start: time("start", &hours.start)?, end: time("end", &hours.end)? })
-    }
-
-    pub fn contains(&self, t: NaiveTime) -> bool {
-        if self.start == self.end {
-            true
-        } else if self.start < self.end {
-            self.start <= t && t < self.end
-        } else {
-            t >= self.start || t < self.end
-        }
-    }
-}
 
 /// Why a beat made no model call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,10 +58,9 @@ pub fn checklist_path(config: &Config) -> PathBuf {
 
 /// What the next beat would do at `now`: the checklist text, or why it
 /// stays quiet. `force` ignores active hours.
-pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Result<String, Quiet>, String> {
+pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Result<String, Quiet>, HeartbeatError> {
     let hb = &config.heartbeat;
-    if let (Some(hours), false) = (&hb.active_hours, force) {
-        let window = Window::parse(hours)?;
+    if let (Some(hours), Some(window), false) = (&hb.active_hours, hb.active_window()?, force) {
         let local = now.with_timezone(&config.timezone);
         if !window.contains(local.time()) {
             return Ok(Err(Quiet::OutsideActiveHours {
@@ -104,7 +74,7 @@ pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Resul
         Ok(text) if text.trim().is_empty() => Ok(Err(Quiet::EmptyChecklist(path))),
         Ok(text) => Ok(Ok(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Quiet::NoChecklist(path))),
-        Err(e) => Err(format!("cannot read the checklist {}: {e}", path.display())),
+        Err(source) => Err(HeartbeatError::Checklist { path, source }),
     }
 }
 
@@ -158,7 +128,7 @@ pub async fn beat(
     force: bool,
     trigger: &str,
 ) -> Result<RunReport, HeartbeatError> {
-    let checklist = match prepare(&engine.config, now, force).map_err(HeartbeatError::Settings)? {
+    let checklist = match prepare(&engine.config, now, force)? {
         Ok(text) => text,
         Err(quiet) => return record_quiet(engine, &quiet, trigger),
     };
@@ -238,25 +208,5 @@ pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: Cancella
             Ok(r) => tracing::info!(run_id = r.run_id, status = %r.status, "Heartbeat."),
             Err(e) => tracing::error!(error = %e, "The heartbeat could not run."),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn active_hours_may_cross_midnight() {
-        let t = |s: &str| NaiveTime::parse_from_str(s, "%H:%M").unwrap();
-        let day = Window { start: t("08:00"), end: t("22:00") };
-        assert!(day.contains(t("08:00")) && day.contains(t("21:59")));
-        assert!(!day.contains(t("22:00")) && !day.contains(t("07:59")));
-        let night = Window { start: t("22:00"), end: t("06:00") };
-        assert!(night.contains(t("23:30")) && night.contains(t("05:59")));
-        assert!(!night.contains(t("12:00")));
-        let all_day = Window { start: t("07:00"), end: t("07:00") };
-        assert!(all_day.contains(t("06:59")) && all_day.contains(t("07:00")) && all_day.contains(t("23:59")));
-        let bad = ActiveHours { start: "8am".into(), end: "22:00".into() };
-        assert_eq!(Window::parse(&bad).unwrap_err(), "heartbeat.active_hours.start `8am` is not a time like 08:00");
     }
 }

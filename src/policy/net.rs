@@ -100,15 +100,41 @@ pub fn redacted(url: &Url) -> String {
     shown.to_string()
 }
 
-/// Why a URL may not be fetched.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a URL may not be fetched. The message is written for the model, which reads it as the
+/// tool's result.
+#[derive(Debug, thiserror::Error)]
 pub enum NetError {
-    /// The rules refuse it; the message names the URL and the reason.
-    #[error("{0}")]
-    Refused(String),
+    /// The rules refuse it (`url` is shown with any password replaced).
+    #[error("{url} is refused: {why}")]
+    Refused { url: String, why: Refusal },
     /// The host name could not be resolved.
-    #[error("{0}")]
-    Lookup(String),
+    #[error("cannot resolve {name}: {source}")]
+    Lookup {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The host name resolved to no address.
+    #[error("cannot resolve {name}: no addresses")]
+    NoAddresses { name: String },
+}
+
+/// Why the rules refuse a URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("only http and https URLs can be fetched, not {0}")]
+    Scheme(String),
+    #[error("the URL has no host")]
+    NoHost,
+    /// An IP literal in a blocked range (`reason` names it, e.g. "a loopback address").
+    #[error("{ip} is {reason}; {ALLOW_HINT}")]
+    Address { ip: IpAddr, reason: &'static str },
+    /// A host name of a cloud metadata service.
+    #[error("{name} is a cloud metadata service; {ALLOW_HINT}")]
+    Metadata { name: String },
+    /// A host name whose (smallest) blocked address is `ip`.
+    #[error("{name} resolves to {ip}, {reason}; {ALLOW_HINT}")]
+    Resolves { name: String, ip: IpAddr, reason: &'static str },
 }
 
 /// One `security.allowed_hosts` entry, normalized.
@@ -193,22 +219,15 @@ impl NetRules {
         &self.allowed_hosts
     }
 
-    /// Checks `url` and returns the addresses the connection must use; the
-    /// error is a message for the model.
-    pub async fn check(&self, url: &Url) -> Result<Vec<SocketAddr>, String> {
-        self.vet(url).await.map_err(|e| e.to_string())
-    }
-
-    /// [`NetRules::check`] with a typed error: a refusal, or a name that did
-    /// not resolve.
+    /// Checks `url` and returns the addresses the connection must use: a refusal, or a name
+    /// that did not resolve.
     pub async fn vet(&self, url: &Url) -> Result<Vec<SocketAddr>, NetError> {
-        let shown = redacted(url);
-        let refuse = |why: String| NetError::Refused(format!("{shown} is refused: {why}"));
+        let refuse = |why: Refusal| NetError::Refused { url: redacted(url), why };
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(refuse(format!("only http and https URLs can be fetched, not {}", url.scheme())));
+            return Err(refuse(Refusal::Scheme(url.scheme().to_string())));
         }
         let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
-            return Err(refuse("the URL has no host".to_string()));
+            return Err(refuse(Refusal::NoHost));
         };
         let target = Target::of(host);
         let allowed = self.entries.iter().any(|e| e.matches(&target, port));
@@ -217,30 +236,30 @@ impl NetRules {
             Target::Name(name) => name,
         };
         if !allowed && METADATA_NAMES.contains(&normalize_name(name).as_str()) {
-            return Err(refuse(format!("{name} is a cloud metadata service; {ALLOW_HINT}")));
+            return Err(refuse(Refusal::Metadata { name: name.to_string() }));
         }
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((name, port))
             .await
-            .map_err(|e| NetError::Lookup(format!("cannot resolve {name}: {e}")))?
+            .map_err(|source| NetError::Lookup { name: name.to_string(), source })?
             .collect();
         if addrs.is_empty() {
-            return Err(NetError::Lookup(format!("cannot resolve {name}: no addresses")));
+            return Err(NetError::NoAddresses { name: name.to_string() });
         }
         if !allowed {
             // The smallest blocked address, so the message does not depend
             // on the order of the DNS answer.
             let blocked = addrs.iter().filter_map(|a| blocked_reason(a.ip()).map(|r| (a.ip(), r))).min();
             if let Some((ip, reason)) = blocked {
-                return Err(refuse(format!("{name} resolves to {ip}, {reason}; {ALLOW_HINT}")));
+                return Err(refuse(Refusal::Resolves { name: name.to_string(), ip, reason }));
             }
         }
         Ok(addrs)
     }
 }
 
-fn literal(ip: IpAddr, port: u16, allowed: bool) -> Result<Vec<SocketAddr>, String> {
+fn literal(ip: IpAddr, port: u16, allowed: bool) -> Result<Vec<SocketAddr>, Refusal> {
     match blocked_reason(ip) {
-        Some(reason) if !allowed => Err(format!("{ip} is {reason}; {ALLOW_HINT}")),
+        Some(reason) if !allowed => Err(Refusal::Address { ip, reason }),
         _ => Ok(vec![SocketAddr::new(ip, port)]),
     }
 }
@@ -329,6 +348,13 @@ mod tests {
         NetRules::new(&hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>())
     }
 
+    impl NetRules {
+        /// [`NetRules::vet`] with the error as the model reads it.
+        async fn check(&self, url: &Url) -> Result<Vec<SocketAddr>, String> {
+            self.vet(url).await.map_err(|e| e.to_string())
+        }
+    }
+
     #[tokio::test]
     async fn refuses_literals_schemes_and_metadata_names_with_reasons() {
         let none = rules(&[]);
@@ -358,6 +384,11 @@ mod tests {
         for (u, want) in cases {
             assert_eq!(none.check(&url(u)).await, Err(want.to_string()), "{u}");
         }
+        let typed = none.vet(&url("http://127.0.0.1:8080/")).await;
+        assert!(
+            matches!(&typed, Err(NetError::Refused { why: Refusal::Address { reason: "a loopback address", .. }, .. })),
+            "{typed:?}"
+        );
         assert_eq!(none.check(&url("https://93.184.215.14/")).await, Ok(vec!["93.184.215.14:443".parse().unwrap()]));
         assert_eq!(none.check(&url("http://[2606:4700::1]/")).await, Ok(vec!["[2606:4700::1]:80".parse().unwrap()]));
     }

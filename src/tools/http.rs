@@ -164,13 +164,13 @@ async fn fetch(rules: &NetRules, mut hop: Hop) -> Result<String, ToolError> {
     let mut redirected: Option<(Url, StatusCode)> = None;
     for _ in 0..=MAX_REDIRECTS {
         let addrs = rules.vet(&hop.url).await.map_err(|e| match (e, &redirected) {
-            (NetError::Refused(m), None) => ToolError::Refused(m),
-            (NetError::Refused(m), Some((from, status))) => ToolError::Refused(format!(
-                "{} redirected ({}) to another URL: {m}",
+            (e @ NetError::Refused { .. }, None) => ToolError::Refused(e.to_string()),
+            (e @ NetError::Refused { .. }, Some((from, status))) => ToolError::Refused(format!(
+                "{} redirected ({}) to another URL: {e}",
                 redacted(from),
                 status_text(*status)
             )),
-            (NetError::Lookup(m), _) => ToolError::failed(format!("{} failed: {m}", redacted(&hop.url))),
+            (e, _) => ToolError::failed(format!("{} failed: {e}", redacted(&hop.url))),
         })?;
         let client = client(&hop.url, &addrs)?;
         let mut request = client.request(hop.method.to_reqwest(), hop.url.clone()).headers(hop.headers.clone());
