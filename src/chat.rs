@@ -1,7 +1,6 @@
 //! `routines chat`: an interactive session on the streaming agent path.
 
 use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use routines::agent::{AgentEvent, ConfirmFn, ConfirmRequest, Confirmation, StoreRecorder, TurnStats};
@@ -11,13 +10,13 @@ use tokio::io::AsyncBufReadExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::app::Parts;
+use crate::app::{Error, Parts};
 
 type Lines = Arc<Mutex<mpsc::Receiver<String>>>;
 
-pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
+pub async fn run(config: Config) -> Result<(), Error> {
     // Take over SIGINT before anything else, so Ctrl-C never kills the session.
-    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
     let parts = Parts::build(config)?;
     let mut agent = parts.agent()?;
     let run_id = parts.store.create_run(&NewRun {
@@ -101,7 +100,7 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
             ..RunOutcome::new(status, (failures > 0).then(|| format!("{failures} turn(s) failed")))
         },
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Lines of stdin, read by one task and shared between the prompt and the

@@ -111,9 +111,14 @@ pub enum Command {
     Chat,
 }
 
-fn parse_var(s: &str) -> Result<(String, String), String> {
+/// A `--var` that is not `KEY=VALUE`; clap reports it as bad usage (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not KEY=VALUE")]
+pub struct VarError(String);
+
+fn parse_var(s: &str) -> Result<(String, String), VarError> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
-        _ => Err(format!("`{s}` is not KEY=VALUE")),
+        _ => Err(VarError(s.to_string())),
     }
 }

@@ -46,6 +46,11 @@ impl fmt::Display for Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Each problem's lines: its location and message, then its `help:` line.
+    pub fn lines(&self) -> Vec<String> {
+        self.0.iter().flat_map(|d| d.to_string().lines().map(str::to_string).collect::<Vec<_>>()).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -1,9 +1,16 @@
-//! The `routines` binary: parse the command line, run, map errors to exit codes.
+//! The `routines` binary: parse the command line, run the command, map its
+//! error to an exit code.
+//!
+//! Within the binary, arrows point one way: `main` → `cli`, `commands` and
+//! `chat`; `commands` and `chat` → `app`. `app` wires the library together and
+//! holds the binary's [`app::Error`]; it knows no command.
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use routines::config::ConfigError;
+
+use crate::app::Error;
+use crate::cli::{Cli, Command};
 
 mod app;
 mod chat;
@@ -11,7 +18,7 @@ mod cli;
 mod commands;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -20,36 +27,36 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(app::run(cli)) {
-        Ok(code) => code,
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            report(&e);
-            ExitCode::from(exit_code(&e))
+            eprintln!("{}", e.report());
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// 2 for bad usage or configuration, 1 for everything else.
-fn exit_code(e: &anyhow::Error) -> u8 {
-    if e.downcast_ref::<ConfigError>().is_some() || e.downcast_ref::<app::UsageError>().is_some() { 2 } else { 1 }
-}
-
-/// `error: <what>` on one line, then indented detail.
-fn report(e: &anyhow::Error) {
-    eprintln!("error: {e}");
-    match e.downcast_ref::<ConfigError>() {
-        Some(ConfigError::Invalid(diags)) => {
-            for d in &diags.0 {
-                for line in d.to_string().lines() {
-                    eprintln!("  {line}");
-                }
-            }
+/// Runs the command; every command but `init` reads the config first.
+async fn run(cli: Cli) -> Result<(), Error> {
+    let cwd = std::env::current_dir().map_err(Error::CurrentDir)?;
+    let config = || app::load_config(cli.config.as_deref(), &cwd);
+    match cli.command {
+        Command::Init { dir } => commands::init::run(&cwd, dir.as_deref()),
+        Command::Validate => commands::validate::run(&config()?),
+        Command::List { json } => commands::inspect::list(&config()?, json),
+        Command::Next { name, n, json } => commands::inspect::next(&config()?, &name, n, json),
+        Command::History { name, limit, status, json } => {
+            commands::inspect::history(&config()?, name.as_deref(), limit, status.as_deref(), json)
         }
-        Some(ConfigError::NotFound { hint, .. }) => eprintln!("  help: {hint}"),
-        _ => {
-            for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+        Command::Show { run_id, json } => commands::inspect::show(&config()?, run_id, json),
+        Command::Run { name, vars, no_deliver, dry_run, json } => {
+            commands::run::run(config()?, &name, vars, no_deliver, dry_run, json).await
+        }
+        Command::Deliver { retry: _, json } => commands::deliver::retry(&config()?, json).await,
+        Command::Chat => chat::run(config()?).await,
+        Command::Daemon => commands::daemon::run(config()?).await,
+        Command::Heartbeat { force, greeting, json } => {
+            commands::heartbeat::run(config()?, force, greeting, json).await
         }
     }
 }

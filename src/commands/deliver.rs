@@ -1,18 +1,15 @@
 //! `routines deliver --retry`: deliveries that failed or never happened,
 //! attempted again from what was recorded, without running the agent.
 
-use std::process::ExitCode;
-
 use routines::config::Config;
 use routines::store::DeliveryStatus;
 use serde_json::json;
 
 use super::print_json;
-use crate::app::engine;
+use crate::app::{Error, deliverer};
 
-pub async fn retry(config: Config, json_out: bool) -> anyhow::Result<ExitCode> {
-    let engine = engine(config, false)?;
-    let retried = engine.deliverer.retry(&|_| true).await?;
+pub async fn retry(config: &Config, json_out: bool) -> Result<(), Error> {
+    let retried = deliverer(config)?.retry(&|_| true).await?;
     let mut failed = 0;
     let mut results = Vec::new();
     for r in &retried {
@@ -42,5 +39,5 @@ pub async fn retry(config: Config, json_out: bool) -> anyhow::Result<ExitCode> {
     } else if retried.is_empty() {
         eprintln!("nothing to deliver: every delivery has arrived");
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    if failed == 0 { Ok(()) } else { Err(Error::Undelivered { failed, total: retried.len() }) }
 }

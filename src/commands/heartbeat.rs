@@ -1,8 +1,6 @@
 //! `routines heartbeat [--force] [--greeting]`: one check-in, or one
 //! greeting, now.
 
-use std::process::ExitCode;
-
 use chrono::Utc;
 use routines::config::Config;
 use routines::heartbeat;
@@ -10,14 +8,14 @@ use routines::store::RunStatus;
 use serde_json::json;
 
 use super::print_json;
-use crate::app::engine;
+use crate::app::{Error, engine};
 
-pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) -> Result<(), Error> {
     let report = if greeting {
         let engine = engine(config, true)?;
         heartbeat::greeting::greet_now(&engine, Utc::now(), force).await?
     } else {
-        let quiet = heartbeat::prepare(&config, Utc::now(), force).map_err(anyhow::Error::msg)?.is_err();
+        let quiet = heartbeat::prepare(&config, Utc::now(), force)?.is_err();
         // A quiet beat calls no model, so it needs none configured.
         let engine = engine(config, !quiet)?;
         heartbeat::beat(&engine, Utc::now(), force, "manual").await?
@@ -36,14 +34,7 @@ pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) ->
             RunStatus::Silent if greeting => eprintln!("the model sent no greeting (run {})", report.run_id),
             RunStatus::Silent => eprintln!("nothing needs attention (run {})", report.run_id),
             RunStatus::Skipped => eprintln!("skipped: {}", report.error.as_deref().unwrap_or("")),
-            _ => eprintln!(
-                "error: {}",
-                report.error.as_deref().unwrap_or(if greeting {
-                    "the greeting failed"
-                } else {
-                    "the heartbeat failed"
-                })
-            ),
+            _ => {}
         }
         for d in &report.deliveries {
             match &d.error {
@@ -52,8 +43,10 @@ pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) ->
             }
         }
     }
-    Ok(match report.status {
-        RunStatus::Failed | RunStatus::TimedOut => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
-    })
+    match report.status {
+        status @ (RunStatus::Failed | RunStatus::TimedOut | RunStatus::Interrupted) => {
+            Err(Error::RunFailed { run_id: report.run_id, status, error: report.error })
+        }
+        _ => Ok(()),
+    }
 }

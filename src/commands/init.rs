@@ -1,7 +1,8 @@
 //! `routines init [DIR]`: a working setup to start from. Never overwrites.
 
 use std::path::Path;
-use std::process::ExitCode;
+
+use crate::app::Error;
 
 const CONFIG: &str = include_str!("../../routines.example.yaml");
 const ROUTINE: &str = r#"# A first routine: `routines run hello` fires it by hand.
@@ -17,7 +18,7 @@ deliver:
 const TEMPLATE: &str = "# {{ routine.name }} — {{ now | date('%Y-%m-%d %H:%M') }}\n\n{{ output }}\n";
 const HEARTBEAT: &str = "# Heartbeat checklist\n\nWrite here what the agent should check on each heartbeat, one item per line.\nAn empty file means no heartbeat model calls.\n";
 
-pub fn run(cwd: &Path, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
+pub fn run(cwd: &Path, dir: Option<&Path>) -> Result<(), Error> {
     let root = dir.map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
     let files = [
         ("routines.yaml", CONFIG),
@@ -32,11 +33,11 @@ pub fn run(cwd: &Path, dir: Option<&Path>) -> anyhow::Result<ExitCode> {
             continue;
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            std::fs::create_dir_all(parent).map_err(|source| Error::Write { path: parent.to_path_buf(), source })?;
         }
-        std::fs::write(&path, content)?;
+        std::fs::write(&path, content).map_err(|source| Error::Write { path: path.clone(), source })?;
         eprintln!("created  {}", path.display());
     }
     eprintln!("Next: set provider.base_url and provider.model in routines.yaml, then `routines run hello`.");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

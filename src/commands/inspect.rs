@@ -1,7 +1,5 @@
 //! `list`, `next`, `history`, `show`: reading routines and run history.
 
-use std::process::ExitCode;
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use routines::config::Config;
 use routines::routine::schedule::next_fires;
@@ -9,7 +7,7 @@ use routines::store::{RunFilter, RunRow, RunStatus};
 use serde_json::{Value, json};
 
 use super::{find, print_json, table};
-use crate::app::{UsageError, open_store, routines};
+use crate::app::{Error, open_store, routines};
 
 fn ts<Tz: chrono::TimeZone>(t: &DateTime<Tz>) -> String
 where
@@ -18,7 +16,7 @@ where
     t.to_rfc3339_opts(SecondsFormat::Secs, false)
 }
 
-pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
+pub fn list(config: &Config, json_out: bool) -> Result<(), Error> {
     let loaded = routines(config);
     let store = open_store(config)?;
     let now = Utc::now();
@@ -64,10 +62,10 @@ pub fn list(config: &Config, json_out: bool) -> anyhow::Result<ExitCode> {
     if !loaded.diagnostics.is_empty() {
         eprintln!("warning: {} problem(s) in routine files; see `routines validate`", loaded.diagnostics.len());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> anyhow::Result<ExitCode> {
+pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> Result<(), Error> {
     let loaded = routines(config);
     let r = find(&loaded, name)?;
     let fires = next_fires(r, Utc::now(), n.max(1));
@@ -85,7 +83,7 @@ pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> anyhow::Re
             println!("{} ({})  {}", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name(), f.kind);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// A run as `history --json` shows it; times in the engine's zone.
@@ -109,24 +107,20 @@ pub fn history(
     limit: usize,
     status: Option<&str>,
     json_out: bool,
-) -> anyhow::Result<ExitCode> {
+) -> Result<(), Error> {
     let status = match status {
         None => None,
-        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| {
-            UsageError(format!(
-                "unknown status `{s}`; use one of: succeeded, silent, failed, timed_out, skipped, interrupted, running, queued"
-            ))
-        })?),
+        Some(s) => Some(s.parse::<RunStatus>().map_err(|_| Error::UnknownStatus(s.into()))?),
     };
     let store = open_store(config)?;
     let runs = store.list_runs(&RunFilter { routine: name, status, limit })?;
     if json_out {
         print_json(&Value::Array(runs.iter().map(|r| run_json(r, &config.timezone)).collect()))?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     if runs.is_empty() {
         eprintln!("no runs yet");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let rows: Vec<Vec<String>> = runs
         .iter()
@@ -150,13 +144,13 @@ pub fn history(
         })
         .collect();
     println!("{}", table(&["RUN", "ROUTINE", "STATUS", "TRIGGER", "STARTED", "TOOK", "ERROR"], &rows));
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<ExitCode> {
+pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
     let store = open_store(config)?;
     let Some(run) = store.get_run(run_id)? else {
-        return Err(UsageError(format!("no run with id {run_id}; see `routines history`")).into());
+        return Err(Error::NoRun(run_id));
     };
     let detail = store.run_detail(run_id)?.unwrap_or_default();
     let events = store.run_events(run_id)?;
@@ -190,7 +184,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<Exit
                 .collect(),
         );
         print_json(&v)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let tz = &config.timezone;
     let when = |t: Option<DateTime<Utc>>| {
@@ -242,7 +236,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> anyhow::Result<Exit
     if let Some(e) = &run.error {
         println!("\nerror:\n{}", indent(e));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn indent(text: &str) -> String {

@@ -8,37 +8,32 @@ pub mod inspect;
 pub mod run;
 pub mod validate;
 
-use routines::diag::did_you_mean;
+use routines::diag::{Diagnostics, did_you_mean};
 use routines::routine::{LoadedRoutines, Routine};
 
-use crate::app::UsageError;
+use crate::app::{Error, KnownRoutines};
 
 /// The routine called `name`, or a usage error with a did-you-mean; a
 /// routine that exists but is invalid reports its problems.
-pub fn find<'a>(loaded: &'a LoadedRoutines, name: &str) -> anyhow::Result<&'a Routine> {
+pub fn find<'a>(loaded: &'a LoadedRoutines, name: &str) -> Result<&'a Routine, Error> {
     if let Some(r) = loaded.get(name) {
         return Ok(r);
     }
-    let broken: Vec<String> = loaded
-        .diagnostics
-        .0
-        .iter()
-        .filter(|d| d.file.file_stem().is_some_and(|s| s == name))
-        .map(|d| format!("  {}", d.to_string().replace('\n', "\n  ")))
-        .collect();
-    if !broken.is_empty() {
-        return Err(UsageError(format!("routine `{name}` is invalid:\n{}", broken.join("\n"))).into());
+    let problems: Vec<_> =
+        loaded.diagnostics.0.iter().filter(|d| d.file.file_stem().is_some_and(|s| s == name)).cloned().collect();
+    if !problems.is_empty() {
+        return Err(Error::InvalidRoutine { name: name.into(), problems: Diagnostics(problems) });
     }
-    let hint = match did_you_mean(name, loaded.names()) {
-        Some(best) => format!("; did you mean `{best}`?"),
-        None if loaded.routines.is_empty() => "; there are no routines (see `routines init`)".into(),
-        None => format!("; routines: {}", loaded.names().join(", ")),
+    let known = match did_you_mean(name, loaded.names()) {
+        Some(best) => KnownRoutines::DidYouMean(best.into()),
+        None if loaded.routines.is_empty() => KnownRoutines::None,
+        None => KnownRoutines::All(loaded.names().iter().map(|n| n.to_string()).collect()),
     };
-    Err(UsageError(format!("no routine named `{name}`{hint}")).into())
+    Err(Error::UnknownRoutine { name: name.into(), known })
 }
 
 /// Prints `value` as pretty JSON on stdout.
-pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+pub fn print_json(value: &serde_json::Value) -> Result<(), Error> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }

@@ -2,18 +2,17 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::process::ExitCode;
 
 use routines::agent::AgentEvent;
 use routines::config::Config;
-use routines::engine::{EngineError, RunOptions};
+use routines::engine::{EngineError, RunOptions, ensure_enabled};
 use routines::routine::TriggerContext;
 use routines::store::{DeliveryStatus, RunStatus};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{find, print_json};
-use crate::app::{Refused, UsageError, engine, routines};
+use crate::app::{Error, engine, routines};
 
 pub async fn run(
     config: Config,
@@ -22,22 +21,22 @@ pub async fn run(
     no_deliver: bool,
     dry_run: bool,
     json_out: bool,
-) -> anyhow::Result<ExitCode> {
+) -> Result<(), Error> {
     let loaded = routines(&config);
     let routine = find(&loaded, name)?.clone();
     if !loaded.diagnostics.is_empty() {
         tracing::warn!("{} problem(s) in other routine files; see `routines validate`", loaded.diagnostics.len());
     }
     let vars: BTreeMap<String, String> = vars.into_iter().collect();
-    if !dry_run && !routine.spec.enabled {
-        let disabled = EngineError::Disabled { routine: routine.name.clone(), file: routine.file.clone() };
-        return Ok(refuse(&Refused(disabled.to_string())));
+    if !dry_run {
+        // Refused before a model is required: a disabled routine needs none.
+        ensure_enabled(&routine)?;
     }
     let engine = engine(config, !dry_run)?;
 
     if dry_run {
         let ctx = engine.context(&routine, &TriggerContext::Manual, 0, 1, &vars);
-        let prompt = engine.render_prompt(&routine, &ctx).map_err(|e| UsageError(e.to_string()))?;
+        let prompt = engine.render_prompt(&routine, &ctx).map_err(EngineError::from)?;
         let agent = engine.agent_for(&routine)?;
         let system = agent.system_prompt(&prompt);
         if json_out {
@@ -45,7 +44,7 @@ pub async fn run(
         } else {
             println!("# System prompt\n\n{system}\n# Prompt\n\n{prompt}");
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
 
     let (tx, rx) = mpsc::unbounded_channel();
@@ -53,11 +52,7 @@ pub async fn run(
     let opts = RunOptions { vars, no_deliver, ..RunOptions::default() };
     let result = engine.run(&routine, TriggerContext::Manual, &opts, Some(tx)).await;
     let _ = printer.await;
-    let report = match result {
-        Ok(r) => r,
-        Err(e @ EngineError::Disabled { .. }) => return Ok(refuse(&Refused(e.to_string()))),
-        Err(e) => return Err(e.into()),
-    };
+    let report = result?;
 
     for d in &report.deliveries {
         match d.status {
@@ -79,34 +74,18 @@ pub async fn run(
             println!("{}", out.trim_end());
         }
     }
-    let code = match report.status {
-        RunStatus::Succeeded | RunStatus::Silent => {
-            if report.status == RunStatus::Silent {
-                eprintln!("run {}: silent (nothing to report; nothing delivered)", report.run_id);
-            } else {
-                eprintln!("run {}: succeeded", report.run_id);
-            }
-            ExitCode::SUCCESS
+    match report.status {
+        RunStatus::Succeeded => {
+            eprintln!("run {}: succeeded", report.run_id);
+            Ok(())
         }
-        RunStatus::Skipped => refuse(&Refused(report.error.clone().unwrap_or_else(|| "the run was skipped".into()))),
-        status => {
-            eprintln!(
-                "error: run {} {}: {}",
-                report.run_id,
-                status.as_str(),
-                report.error.as_deref().unwrap_or("no detail")
-            );
-            eprintln!("  details: routines show {}", report.run_id);
-            ExitCode::from(1)
+        RunStatus::Silent => {
+            eprintln!("run {}: silent (nothing to report; nothing delivered)", report.run_id);
+            Ok(())
         }
-    };
-    Ok(code)
-}
-
-/// A refused run (disabled routine, overlap): `error:` on stderr, exit code 3 (SPEC §2).
-fn refuse(why: &Refused) -> ExitCode {
-    eprintln!("error: {why}");
-    ExitCode::from(3)
+        RunStatus::Skipped => Err(Error::Skipped { why: report.error.unwrap_or_else(|| "the run was skipped".into()) }),
+        status => Err(Error::RunFailed { run_id: report.run_id, status, error: report.error }),
+    }
 }
 
 /// Status lines on stderr while the agent works.

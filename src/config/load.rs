@@ -136,6 +136,7 @@ impl Config {
     }
 }
 
+/// Why the config could not be loaded. Every case is bad usage or configuration: exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("config file {} does not exist", path.display())]
@@ -144,6 +145,30 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("invalid configuration ({} problem{})", .0.len(), if .0.len() == 1 { "" } else { "s" })]
     Invalid(Diagnostics),
+}
+
+impl ConfigError {
+    /// The exit code of a command stopped by it (SPEC §2): always 2.
+    pub fn exit_code(&self) -> u8 {
+        2
+    }
+
+    /// What to do about it, where the message does not say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ConfigError::NotFound { hint, .. } => Some(hint.clone()),
+            _ => None,
+        }
+    }
+
+    /// The lines shown under the message: every problem of an invalid config, each with its
+    /// location and hint.
+    pub fn detail(&self) -> Vec<String> {
+        match self {
+            ConfigError::Invalid(diags) => diags.lines(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Finds the config file: `explicit` (from `--config`), else

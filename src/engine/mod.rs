@@ -38,6 +38,16 @@ pub use crate::delivery::DeliveryReport;
 pub use cancel::Cancel;
 pub use error::{EngineError, PromptError};
 
+/// Refuses a routine with `enabled: false` ([`EngineError::Disabled`], exit code 3). Manual runs
+/// check it before anything else is set up.
+pub fn ensure_enabled(routine: &Routine) -> Result<(), EngineError> {
+    if routine.spec.enabled {
+        Ok(())
+    } else {
+        Err(EngineError::Disabled { routine: routine.name.clone(), file: routine.file.clone() })
+    }
+}
+
 /// How one run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct RunReport {
@@ -134,9 +144,7 @@ impl Engine {
         opts: &RunOptions,
         progress: Option<UnboundedSender<AgentEvent>>,
     ) -> Result<RunReport, EngineError> {
-        if !routine.spec.enabled {
-            return Err(EngineError::Disabled { routine: routine.name.clone(), file: routine.file.clone() });
-        }
+        ensure_enabled(routine)?;
         // Overlap with a run of this routine that is still active, in this
         // or another process (SPEC §5).
         let active = self.store.active_runs(&routine.name)?;

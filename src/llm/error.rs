@@ -59,4 +59,13 @@ impl LlmError {
             _ => None,
         }
     }
+
+    /// The exit code of a command stopped by it: 2 when no provider is configured (the config
+    /// must change), else 1. Messages already say what to do, so there is no separate hint.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LlmError::NotConfigured(_) => 2,
+            _ => 1,
+        }
+    }
 }

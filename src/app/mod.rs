@@ -1,62 +1,37 @@
-//! Wiring: config → store → memory → provider → engine, and the dispatch of
-//! commands.
+//! Wiring: config → store → memory → provider → engine, for the commands.
+//! Everything here is used by `commands` and `chat`; nothing here knows a
+//! command.
 
-use std::process::ExitCode;
+mod error;
+
+use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
 use routines::agent::{Agent, AgentSetup, shell_settings};
 use routines::config::{self, Config, ProcessEnv};
+use routines::delivery::Deliverer;
 use routines::engine::Engine;
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::memory::Memory;
 use routines::policy::Redactor;
+use routines::routine::template::Templates;
 use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
 use routines::tools::Registry;
 
-use crate::cli::{Cli, Command};
-use crate::commands;
+pub use error::{Error, KnownRoutines};
 
-/// Bad usage: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// A run refused (disabled routine, overlap): exit code 3.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Refused(pub String);
-
-pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    if let Command::Init { dir } = &cli.command {
-        return commands::init::run(&cwd, dir.as_deref());
-    }
-    let config = config::load(cli.config.as_deref(), &cwd, &ProcessEnv)?;
+/// The config of `--config` (or the one found from `cwd`), with a warning
+/// when there is none and the defaults are used.
+pub fn load_config(explicit: Option<&Path>, cwd: &Path) -> Result<Config, Error> {
+    let config = config::load(explicit, cwd, &ProcessEnv)?;
     if config.file.is_none() {
         tracing::warn!(
             "No config file found (looked for --config, $ROUTINES_CONFIG, ./routines.yaml, $XDG_CONFIG_HOME/routines/routines.yaml); using defaults in {}.",
             cwd.display()
         );
     }
-    match cli.command {
-        Command::Init { .. } => Err(anyhow::anyhow!("internal error: init was not handled first (this is a bug)")),
-        Command::Validate => commands::validate::run(&config),
-        Command::List { json } => commands::inspect::list(&config, json),
-        Command::Next { name, n, json } => commands::inspect::next(&config, &name, n, json),
-        Command::History { name, limit, status, json } => {
-            commands::inspect::history(&config, name.as_deref(), limit, status.as_deref(), json)
-        }
-        Command::Show { run_id, json } => commands::inspect::show(&config, run_id, json),
-        Command::Run { name, vars, no_deliver, dry_run, json } => {
-            commands::run::run(config, &name, vars, no_deliver, dry_run, json).await
-        }
-        Command::Deliver { retry: _, json } => commands::deliver::retry(config, json).await,
-        Command::Chat => crate::chat::run(config).await,
-        Command::Daemon => commands::daemon::run(config).await,
-        Command::Heartbeat { force, greeting, json } => commands::heartbeat::run(config, force, greeting, json).await,
-    }
+    Ok(config)
 }
 
 /// Names of the built-in tools, for validating `agent.tools`.
@@ -72,21 +47,24 @@ pub fn routines(config: &Config) -> LoadedRoutines {
 }
 
 /// Opens the database and marks runs whose process died as interrupted.
-pub fn open_store(config: &Config) -> anyhow::Result<Store> {
+pub fn open_store(config: &Config) -> Result<Store, Error> {
     Ok(Store::open_recovering(&config.database_path())?)
 }
 
-/// The provider of the config; `require_model` is false for dry runs.
-fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiProvider>, String)> {
+/// The delivery stage alone, for attempting recorded deliveries again: no
+/// provider, no agent.
+pub fn deliverer(config: &Config) -> Result<Deliverer, Error> {
+    let templates = Arc::new(Templates::new(&config.templates_dir));
+    Ok(Deliverer::open(config, &ProcessEnv, open_store(config)?, templates)?)
+}
+
+/// The provider of the config; `require_model` is false for dry runs and
+/// quiet beats, which call no model.
+fn provider(config: &Config, require_model: bool) -> Result<(Arc<OpenAiProvider>, String), Error> {
     let model = match (&config.provider.model, require_model) {
         (Some(m), _) => m.clone(),
         (None, false) => "(no model configured)".into(),
-        (None, true) => {
-            return Err(UsageError(
-                "no model configured: set provider.model in routines.yaml or export ROUTINES_MODEL".into(),
-            )
-            .into());
-        }
+        (None, true) => return Err(Error::NoModel),
     };
     let options = match ProviderOptions::from_config(&config.provider) {
         Ok(o) => o,
@@ -97,13 +75,13 @@ fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiP
             timeout: config.provider.timeout.get(),
             retry: Default::default(),
         },
-        Err(e) => return Err(UsageError(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
     };
     Ok((Arc::new(OpenAiProvider::new(options)?), model))
 }
 
 /// The engine of routine runs.
-pub fn engine(config: Config, require_model: bool) -> anyhow::Result<Engine> {
+pub fn engine(config: Config, require_model: bool) -> Result<Engine, Error> {
     let (provider, model) = provider(&config, require_model)?;
     Ok(Engine::open(config, provider, model)?)
 }
@@ -118,7 +96,7 @@ pub struct Parts {
 }
 
 impl Parts {
-    pub fn build(config: Config) -> anyhow::Result<Parts> {
+    pub fn build(config: Config) -> Result<Parts, Error> {
         let (provider, model) = provider(&config, true)?;
         let store = open_store(&config)?;
         let memory = Memory::new(store.clone());
@@ -127,7 +105,7 @@ impl Parts {
 
     /// The agent of `routines chat`: the config's settings, every built-in tool. A workspace
     /// that cannot be used is bad usage.
-    pub fn agent(&self) -> anyhow::Result<Agent> {
+    pub fn agent(&self) -> Result<Agent, Error> {
         let setup = AgentSetup {
             config: &self.config,
             provider: self.provider.clone(),
@@ -136,6 +114,6 @@ impl Parts {
             redactor: &Redactor::new(self.config.secret_values(&ProcessEnv)),
             shell: &shell_settings(&self.config, &ProcessEnv),
         };
-        Ok(setup.build(None).map_err(|e| UsageError(e.to_string()))?)
+        setup.build(None).map_err(Error::Workspace)
     }
 }
