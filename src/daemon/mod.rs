@@ -25,10 +25,6 @@ pub mod service;
 pub mod watch;
 pub mod webhook;
 
-/// The clock lives below the daemon (heartbeats and greetings wait on it
-/// too); callers that know it as `daemon::clock` keep working.
-pub use crate::clock;
-
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;

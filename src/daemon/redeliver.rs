@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
+use crate::clock::Clock;
 use crate::engine::Engine;
 use crate::store::{DeliveryRow, DeliveryStatus};
 

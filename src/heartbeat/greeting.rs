@@ -21,11 +21,9 @@ use super::HeartbeatError;
 use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, Window};
 use crate::engine::{Cancel, Engine, RunOptions, RunReport};
+use crate::routine::reserved::GREETING as NAME;
 use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{RunKind, RunStatus, StoreError};
-
-/// The name greeting runs are recorded under (reserved in `routine`).
-pub use crate::routine::reserved::GREETING as NAME;
 
 /// How late a planned greeting may still be sent (the daemon was busy or
 /// just started). One later than this was missed: recorded, not sent.

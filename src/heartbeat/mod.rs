@@ -17,15 +17,13 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::{Clock, sleep_for};
 use crate::config::{Config, Duration};
 use crate::engine::{Engine, RunOptions, RunReport};
+use crate::routine::reserved::{GREETING, HEARTBEAT as NAME};
 use crate::routine::schedule::Every;
 use crate::routine::{Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
 pub use error::HeartbeatError;
 pub use reply::{OkCheck, is_ok, review_prompt};
-
-/// The name heartbeat runs are recorded under (reserved in `routine`).
-pub use crate::routine::reserved::HEARTBEAT as NAME;
 
 /// Why a beat made no model call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,7 +160,7 @@ struct Skipped<'a> {
 impl Skipped<'_> {
     /// Records it with `why`; `None` when its instant was recorded already.
     fn record(&self, engine: &Engine, why: &str) -> Result<Option<i64>, HeartbeatError> {
-        let name = if self.kind == RunKind::Greeting { greeting::NAME } else { NAME };
+        let name = if self.kind == RunKind::Greeting { GREETING } else { NAME };
         let run_id = match engine.store.create_run(&NewRun {
             kind: self.kind,
             routine: Some(name.into()),

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
+use routines::clock::{Clock, TokioClock};
 use routines::config::{self, ProcessEnv};
-use routines::daemon::clock::{Clock, TokioClock};
 use routines::engine::Engine;
 use routines::heartbeat;
 use routines::llm::{ChatRequest, ChatResponse, LlmError, Provider, Role, ToolCall, Usage};

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
+use routines::clock::{Clock, TokioClock};
 use routines::config::{self, ProcessEnv};
 use routines::daemon::Scheduler;
-use routines::daemon::clock::{Clock, TokioClock};
 use routines::daemon::dispatch::Dispatcher;
 use routines::engine::Engine;
 use routines::llm::{ChatRequest, ChatResponse, LlmError, Provider, Usage};

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use routines::clock::SystemClock;
 use routines::config::{self, ProcessEnv};
-use routines::daemon::clock::SystemClock;
 use routines::daemon::redeliver::{self, Backoff};
 use routines::engine::Engine;
 use routines::llm::OpenAiProvider;
