@@ -1,4 +1,5 @@
-//! Checks of a routine's deliveries: their templates and mail addresses.
+//! Checks of delivery targets: their templates and mail addresses. They serve a routine's
+//! `deliver` and `on_failure.deliver`, and `heartbeat.deliver` of the config.
 
 use super::templates::{check_template, check_template_file};
 use super::{CONTEXT_ROOTS, DELIVERY_ROOTS, Locator};
@@ -7,7 +8,8 @@ use crate::diag::Diagnostics;
 use crate::routine::template::Templates;
 use crate::yaml::display_path;
 
-/// Checks one delivery target at `base` (`deliver.N` or `on_failure.deliver.N`).
+/// Checks one delivery target at `base` (`deliver.N` or `on_failure.deliver.N` of a routine,
+/// `heartbeat.deliver.N` of the config).
 pub(super) fn check_delivery(
     target: &DeliveryTarget,
     base: &[&str],

@@ -111,8 +111,22 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         }
         out.routines.push(routine);
     }
+    if let Some((_, source)) = inline {
+        check_builtin_deliveries(config, source, &templates, &mut out.diagnostics);
+    }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
     out
+}
+
+/// `heartbeat.deliver`, where beats and greetings are delivered, checked by the same rules as a
+/// routine's deliveries and placed in the config file.
+fn check_builtin_deliveries(config: &Config, source: &SourceMap, templates: &Templates, diags: &mut Diagnostics) {
+    let at = Locator { source: source.clone(), prefix: Vec::new() };
+    let shown_dir = shown(templates.dir(), config).display().to_string();
+    for (i, target) in config.heartbeat.deliver.iter().enumerate() {
+        let idx = i.to_string();
+        check_delivery(target, &["heartbeat", "deliver", &idx], &at, templates, &shown_dir, diags);
+    }
 }
 
 fn routine_files(dir: &Path) -> Vec<PathBuf> {
@@ -300,3 +314,6 @@ fn check(
     time_triggers.shrink_to_fit();
     Some(Routine { name, file: at.source.file.clone(), zone, spec, time_triggers })
 }
+
+#[cfg(test)]
+mod tests;
