@@ -2,20 +2,21 @@
 //! explaining, field by field, why an expression does not parse.
 
 use croner::Cron;
+use croner::errors::CronError;
 use croner::parser::{CronParser, Seconds};
 
 /// Parses 5- or 6-field cron (seconds optional), with `L`, `W`, `#` and
 /// `@daily`-style macros. Day-of-month and day-of-week combine with OR, as
 /// in Vixie cron.
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
-    CronParser::builder().seconds(Seconds::Optional).build().parse(expr).map_err(|e| e.to_string())
+pub fn parse_cron(expr: &str) -> Result<Cron, CronError> {
+    CronParser::builder().seconds(Seconds::Optional).build().parse(expr)
 }
 
 const CRON_FORMAT: &str = "5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly";
 
 /// Why `expr` does not parse (given croner's `error`), as a short reason and a
 /// hint: which field is wrong and what it accepts.
-pub fn explain_cron_error(expr: &str, error: &str) -> (String, String) {
+pub fn explain_cron_error(expr: &str, error: &CronError) -> (String, String) {
     let expr = expr.trim();
     if let Some(name) = expr.strip_prefix('@') {
         return (
@@ -37,8 +38,9 @@ pub fn explain_cron_error(expr: &str, error: &str) -> (String, String) {
             return (format!("the {name} field `{field}` is not valid"), format!("{name} takes {accepts}"));
         }
     }
+    let error = error.to_string();
     let why =
-        error.strip_prefix("Component error: ").or_else(|| error.strip_prefix("Invalid pattern: ")).unwrap_or(error);
+        error.strip_prefix("Component error: ").or_else(|| error.strip_prefix("Invalid pattern: ")).unwrap_or(&error);
     (why.trim_end_matches('.').to_string(), CRON_FORMAT.into())
 }
 
