@@ -8,6 +8,7 @@ mod daemon_schedule;
 mod examples;
 mod heartbeat;
 mod http;
+mod layering;
 mod mail;
 mod mail_delivery;
 mod mock_llm_tests;
