@@ -115,6 +115,7 @@ impl Error {
             Error::Daemon(e) => e.exit_code(),
             Error::Delivery(e) => e.exit_code(),
             Error::Provider(e) => e.exit_code(),
+            Error::Store(e) => e.exit_code(),
             Error::NoModel
             | Error::Workspace(_)
             | Error::UnknownRoutine { .. }
@@ -123,8 +124,7 @@ impl Error {
             | Error::NoRun(_)
             | Error::Problems(_) => 2,
             Error::Skipped { .. } => 3,
-            Error::Store(_)
-            | Error::RunFailed { .. }
+            Error::RunFailed { .. }
             | Error::Undelivered { .. }
             | Error::Write { .. }
             | Error::CurrentDir(_)

@@ -78,6 +78,13 @@ pub enum StoreError {
     Batch(String),
 }
 
+impl StoreError {
+    /// The exit code of a command stopped by it: 1, a failure; each message says what to do.
+    pub fn exit_code(&self) -> u8 {
+        1
+    }
+}
+
 /// Handle to the database. Cheap to clone; clones share one connection.
 #[derive(Clone)]
 pub struct Store {
