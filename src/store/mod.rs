@@ -14,6 +14,7 @@ mod history;
 pub mod migrations;
 mod runs;
 mod schedule;
+mod status;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,7 @@ pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
 pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
+pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 
 /// How long a statement waits for another process's lock before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -219,7 +221,9 @@ mod tests {
                 "greeting_plans",
                 "memories",
                 "memories_fts",
+                "routine_state",
                 "run_events",
+                "run_hours",
                 "runs",
                 "schedule_state",
                 "schema_migrations",
