@@ -4,11 +4,14 @@
 //! - [`mock_llm`]: a scripted OpenAI-compatible model server; [`smtp`]: a real SMTP server;
 //! - [`wait`]: waiting on an event with a deadline; [`os`]: processes and ports.
 
+pub mod browser;
 pub mod cli;
 pub mod harness;
 pub mod mock_llm;
 pub mod os;
 pub mod smtp;
+pub mod status_seed;
+pub mod status_site;
 pub mod wait;
 
 use std::path::Path;

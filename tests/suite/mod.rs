@@ -16,3 +16,4 @@ mod routines_cli;
 mod routines_validate;
 mod security;
 mod snapshots;
+mod status_page;
