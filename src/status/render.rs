@@ -97,3 +97,25 @@ pub fn failure(error: &StatusError) -> Response {
     tracing::error!(%error, "The status page failed.");
     (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_compile_and_escape_every_value() {
+        let pages = Pages::new().unwrap();
+        let ctx = minijinja::context! { title => "<b>bold</b>", text => "\"><img src=x onerror=alert(1)>", nav => "" };
+        let html = pages.render("message.html", ctx).unwrap();
+        assert!(html.contains("&lt;b&gt;bold&lt;&#x2f;b&gt;"), "{html}");
+        assert!(!html.contains("<img") && !html.contains("<b>"), "{html}");
+        assert!(html.contains("style.css?v="), "the stylesheet is versioned: {html}");
+    }
+
+    #[test]
+    fn a_value_a_template_forgets_is_an_error() {
+        let pages = Pages::new().unwrap();
+        let err = pages.render("message.html", minijinja::context! { nav => "" }).unwrap_err();
+        assert!(matches!(err, StatusError::Template { name: "message.html", .. }), "{err}");
+    }
+}
