@@ -126,13 +126,15 @@ pub fn seed(store: &Store, now: DateTime<Utc>) -> Seeded {
     let mut plans = Vec::new();
     let local = |zone: &chrono_tz::Tz, days_ago: i64, hour: u32| -> DateTime<Utc> {
         let day = now.with_timezone(zone).date_naive() - Duration::days(days_ago);
-        zone.from_local_datetime(&day.and_time(NaiveTime::from_hms_opt(hour, 0, 0).unwrap()))
-            .earliest()
+        // An hour that a spring-forward gap skips fires right after the gap, as cron does.
+        (hour..hour + 3)
+            .find_map(|h| zone.from_local_datetime(&day.and_time(NaiveTime::from_hms_opt(h, 0, 0)?)).earliest())
             .unwrap()
             .with_timezone(&Utc)
     };
-    // Last night's backup: today's 02:00 in Berlin, or yesterday's if that is still ahead.
-    let last_night = if local(&berlin, 0, 2) < now - Duration::minutes(5) { 0 } else { 1 };
+    // Last night's backup: today's 02:00 in Berlin, or yesterday's if that is still ahead;
+    // so it is always less than a day old.
+    let last_night = if local(&berlin, 0, 2) <= now { 0 } else { 1 };
 
     for days_ago in (1..14).map(|d| d + last_night) {
         let at = local(&berlin, days_ago, 2);
@@ -207,15 +209,15 @@ pub fn seed(store: &Store, now: DateTime<Utc>) -> Seeded {
         tag: Tag::Failed,
     });
 
-    for days_ago in 1..14 {
-        let at = local(&shanghai, days_ago, 9);
+    // Weekdays only; the second one timed out and the fourth was silent, whatever today is.
+    let weekdays = (1..14).map(|d| (d, local(&shanghai, d, 9))).filter(|(_, at)| {
         let weekday = at.with_timezone(&shanghai).format("%u").to_string();
-        if weekday == "6" || weekday == "7" {
-            continue;
-        }
-        let (status, error, output) = match days_ago {
-            4 => (RunStatus::TimedOut, Some("the run did not finish within its timeout of 10m".to_string()), None),
-            6 => (RunStatus::Silent, None, Some("NO_REPLY".to_string())),
+        weekday != "6" && weekday != "7"
+    });
+    for (n, (days_ago, at)) in weekdays.enumerate() {
+        let (status, error, output) = match n {
+            1 => (RunStatus::TimedOut, Some("the run did not finish within its timeout of 10m".to_string()), None),
+            3 => (RunStatus::Silent, None, Some("NO_REPLY".to_string())),
             _ => (RunStatus::Succeeded, None, Some(format!("## Commits\n\n- {} commits, 2 authors", 3 + days_ago))),
         };
         plans.push(Plan {

@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use reqwest::header::{AUTHORIZATION, CONTENT_SECURITY_POLICY, COOKIE, HOST, LOCATION, SET_COOKIE, WWW_AUTHENTICATE};
 
 use crate::common::browser::{Browser, Options};
-use crate::common::status_seed::HOSTILE;
+use crate::common::status_seed::{HOSTILE, seed};
 use crate::common::status_site::Site;
 
 /// One browser at a time: the machines that run the tests have two cores.
@@ -129,6 +129,25 @@ async fn runs_are_paged_by_id_without_gaps_or_repeats() {
         first.contains(&format!("href=\"/runs/{}\"", seen[0]))
             && first.contains(&format!("href=\"/runs/{}\"", seen[49]))
     );
+}
+
+/// The runs the tests count on exist whatever the day and hour the tests run at.
+#[test]
+fn the_seeded_runs_hold_at_every_hour_of_the_week() {
+    let start = chrono::DateTime::parse_from_rfc3339("2025-03-27T00:30:00Z").unwrap().with_timezone(&chrono::Utc);
+    for h in (0..24 * 7).step_by(5) {
+        let now = start + chrono::Duration::hours(h);
+        let store = routines::store::Store::open_in_memory().unwrap();
+        let s = seed(&store, now);
+        let count = |sql: &str| -> i64 { store.with_conn(|c| c.query_row(sql, [], |r| r.get(0))).unwrap() };
+        let failed = store.get_run(s.failed_run).unwrap().unwrap();
+        let age = now - failed.created_at;
+        assert!(age >= chrono::Duration::zero() && age < chrono::Duration::hours(24), "{now}: {age}");
+        assert_eq!(count("SELECT COUNT(*) FROM runs WHERE routine = 'nightly-backup'"), 14, "{now}");
+        assert_eq!(count("SELECT COUNT(*) FROM runs WHERE routine = 'daily-report' AND status = 'timed_out'"), 1);
+        assert_eq!(count("SELECT MAX(id) FROM runs WHERE routine = 'nightly-backup'"), s.failed_run, "{now}");
+        assert_eq!(count("SELECT COUNT(*) FROM runs"), s.runs as i64);
+    }
 }
 
 #[tokio::test]
