@@ -11,8 +11,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use routines::config::Autonomy;
-use routines::policy::{Policy, injection};
-use routines::tools::{CallInfo, Effect};
+use routines::policy::{CallInfo, Effect, Policy, injection};
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
     samples.sort();

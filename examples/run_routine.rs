@@ -14,8 +14,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use routines::config::{self, ProcessEnv};
-use routines::engine::{Engine, RunOptions, TriggerInfo};
+use routines::engine::{Engine, RunOptions};
 use routines::llm::{OpenAiProvider, ProviderOptions};
+use routines::routine::TriggerContext;
 use routines::routine::load_all;
 use routines::tools::Registry;
 
@@ -62,7 +63,7 @@ async fn run() -> Result<ExitCode, Box<dyn std::error::Error>> {
 
     // 4. One run: queued → running → agent → deliveries, all recorded.
     let opts = RunOptions { vars, ..RunOptions::default() };
-    let report = engine.run(&routine, TriggerInfo::manual(), &opts, None).await?;
+    let report = engine.run(&routine, TriggerContext::Manual, &opts, None).await?;
     eprintln!("run {} of {}: {}", report.run_id, report.routine, report.status.as_str());
     for d in &report.deliveries {
         eprintln!("  delivery to {}: {}", d.target, d.status.as_str());

@@ -5,12 +5,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use routines::agent::{Agent, AgentOptions};
+use routines::agent::{Agent, AgentSetup, shell_settings};
 use routines::config::{self, Config, ProcessEnv};
-use routines::engine::{Engine, shell_settings};
+use routines::engine::Engine;
 use routines::llm::{OpenAiProvider, ProviderOptions};
 use routines::memory::Memory;
-use routines::policy::{Policy, Redactor};
+use routines::policy::Redactor;
 use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
 use routines::tools::Registry;
@@ -73,7 +73,7 @@ pub fn routines(config: &Config) -> LoadedRoutines {
 
 /// Opens the database and marks runs whose process died as interrupted.
 pub fn open_store(config: &Config) -> anyhow::Result<Store> {
-    Ok(routines::engine::open_store(config)?)
+    Ok(Store::open_recovering(&config.database_path())?)
 }
 
 /// The provider of the config; `require_model` is false for dry runs.
@@ -114,7 +114,6 @@ pub struct Parts {
     pub store: Store,
     pub memory: Memory,
     pub provider: Arc<OpenAiProvider>,
-    pub policy: Arc<Policy>,
     pub model: String,
 }
 
@@ -123,27 +122,20 @@ impl Parts {
         let (provider, model) = provider(&config, true)?;
         let store = open_store(&config)?;
         let memory = Memory::new(store.clone());
-        let mut policy = Policy::new(config.agent.autonomy, &config.workspace, &config.forbidden_paths)
-            .map_err(|e| UsageError(e.to_string()))?;
-        policy.allowed_commands = config.security.allowed_commands.clone();
-        policy.allowed_hosts = config.security.allowed_hosts.clone();
-        Ok(Parts { config, store, memory, provider, policy: Arc::new(policy), model })
+        Ok(Parts { config, store, memory, provider, model })
     }
 
-    pub fn agent(&self) -> Agent {
-        let c = &self.config;
-        let mut opts = AgentOptions::new(self.model.clone());
-        opts.temperature = Some(c.provider.temperature);
-        opts.max_tokens = c.provider.max_tokens;
-        opts.max_iterations = c.agent.max_iterations;
-        opts.history_limit = c.agent.history_limit;
-        opts.tool_mode = c.provider.tool_calls;
-        opts.language = c.language;
-        opts.timezone = c.timezone;
-        opts.shell = shell_settings(c, &ProcessEnv);
-        let mut agent = Agent::new(self.provider.clone(), Registry::builtin(), self.policy.clone(), opts);
-        agent.set_memory(Some(self.memory.clone()));
-        agent.set_redactor(Redactor::new(c.secret_values(&ProcessEnv)));
-        agent
+    /// The agent of `routines chat`: the config's settings, every built-in tool. A workspace
+    /// that cannot be used is bad usage.
+    pub fn agent(&self) -> anyhow::Result<Agent> {
+        let setup = AgentSetup {
+            config: &self.config,
+            provider: self.provider.clone(),
+            model: &self.model,
+            memory: &self.memory,
+            redactor: &Redactor::new(self.config.secret_values(&ProcessEnv)),
+            shell: &shell_settings(&self.config, &ProcessEnv),
+        };
+        Ok(setup.build(None).map_err(|e| UsageError(e.to_string()))?)
     }
 }

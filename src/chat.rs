@@ -19,7 +19,7 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     // Take over SIGINT before anything else, so Ctrl-C never kills the session.
     let mut sigint = signal(SignalKind::interrupt())?;
     let parts = Parts::build(config)?;
-    let mut agent = parts.agent();
+    let mut agent = parts.agent()?;
     let run_id = parts.store.create_run(&NewRun {
         kind: RunKind::Chat,
         routine: None,
@@ -95,13 +95,10 @@ pub async fn run(config: Config) -> anyhow::Result<ExitCode> {
     parts.store.finish_run(
         run_id,
         &RunOutcome {
-            status,
-            output: None,
-            error: (failures > 0).then(|| format!("{failures} turn(s) failed")),
             prompt_tokens: totals.prompt_tokens,
             completion_tokens: totals.completion_tokens,
             iterations: totals.iterations,
-            reason: None,
+            ..RunOutcome::new(status, (failures > 0).then(|| format!("{failures} turn(s) failed")))
         },
     )?;
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 //! See docs/ARCHITECTURE.md for the module map and the flow of a run.
 
 pub mod agent;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod delivery;

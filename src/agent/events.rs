@@ -44,6 +44,17 @@ impl ToolStatus {
     }
 }
 
+/// One tool call of a completed turn, and how it was answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRecord {
+    pub tool: String,
+    /// The arguments as the model sent them.
+    pub arguments: String,
+    pub status: ToolStatus,
+    /// The result the model was given (redacted, capped, or the note on a repeated call).
+    pub result: String,
+}
+
 /// One entry of a run's history.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEvent {
@@ -63,6 +74,16 @@ pub enum RunEvent {
         duration: Duration,
         /// The start of the result, for `routines show`.
         detail: String,
+    },
+    /// A model call beside the turns: the review of a reply.
+    Review {
+        /// What was reviewed, for `routines show`.
+        what: String,
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        duration: Duration,
+        /// `None` when the call succeeded.
+        error: Option<String>,
     },
     Note {
         kind: &'static str,

@@ -7,10 +7,13 @@
 //! aside and joins the history only when it completes, so a cancelled or
 //! failed turn leaves the history as it was.
 
+mod approach;
 pub mod events;
 mod history;
 pub mod prompt;
 mod record;
+mod reply;
+mod setup;
 mod turn;
 
 use std::collections::HashSet;
@@ -28,9 +31,11 @@ use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
 use crate::tools::{AgentFacts, Registry, ToolContext};
 
-pub use events::{AgentEvent, EventSink, RunEvent, ToolStatus, TurnStats};
+pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnStats};
 pub use prompt::RoutineContext;
 pub use record::StoreRecorder;
+pub use reply::{ReplyCheck, Review, SilentToken};
+pub use setup::{AgentSetup, shell_settings};
 
 /// A person's answer to "run this?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +122,8 @@ pub struct Agent {
     sink: Option<Arc<dyn EventSink>>,
     clock: Clock,
     last: TurnStats,
+    /// The tool calls of the last completed turn.
+    last_calls: Vec<CallRecord>,
     /// Specs of the tools the policy exposes, built once.
     specs: Arc<[ToolSpec]>,
     redactor: Arc<Redactor>,
@@ -145,6 +152,7 @@ impl Agent {
             sink: None,
             clock: Arc::new(Utc::now),
             last: TurnStats::default(),
+            last_calls: Vec::new(),
         }
     }
 
@@ -221,6 +229,11 @@ impl Agent {
     /// Totals of the last completed turn.
     pub fn last_turn(&self) -> TurnStats {
         self.last
+    }
+
+    /// The tool calls of the last completed turn, in order, with how each was answered.
+    pub fn last_calls(&self) -> &[CallRecord] {
+        &self.last_calls
     }
 
     /// Tools the model is shown under the current policy.

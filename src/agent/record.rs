@@ -1,7 +1,7 @@
 //! Recording an agent's events as the events of a run in the store.
 
 use super::events::{EventSink, RunEvent};
-use crate::store::{NewEvent, Store};
+use crate::store::{EventKind, NewEvent, Store};
 
 /// Records an agent's events as the events of one run.
 pub struct StoreRecorder {
@@ -20,7 +20,26 @@ impl EventSink for StoreRecorder {
                 self.store.record_event(
                     self.run_id,
                     &NewEvent {
-                        kind: "model_call",
+                        kind: EventKind::ModelCall,
+                        tool: None,
+                        status: if error.is_some() { "error" } else { "ok" },
+                        arguments: None,
+                        detail: Some(&detail),
+                        prompt_tokens: Some(*prompt_tokens),
+                        completion_tokens: Some(*completion_tokens),
+                        duration_ms: millis(*duration),
+                    },
+                )
+            }
+            RunEvent::Review { what, prompt_tokens, completion_tokens, duration, error } => {
+                let detail = match error {
+                    Some(e) => format!("{what}: {e}"),
+                    None => what.clone(),
+                };
+                self.store.record_event(
+                    self.run_id,
+                    &NewEvent {
+                        kind: EventKind::ModelCall,
                         tool: None,
                         status: if error.is_some() { "error" } else { "ok" },
                         arguments: None,
@@ -34,7 +53,7 @@ impl EventSink for StoreRecorder {
             RunEvent::ToolCall { tool, arguments, status, duration, detail } => self.store.record_event(
                 self.run_id,
                 &NewEvent {
-                    kind: "tool_call",
+                    kind: EventKind::ToolCall,
                     tool: Some(tool),
                     status: status.as_str(),
                     arguments: Some(arguments),
@@ -47,7 +66,7 @@ impl EventSink for StoreRecorder {
             RunEvent::Note { kind, detail } => self.store.record_event(
                 self.run_id,
                 &NewEvent {
-                    kind: "note",
+                    kind: EventKind::Note,
                     tool: None,
                     status: kind,
                     arguments: None,

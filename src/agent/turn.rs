@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::events::{AgentEvent, RunEvent, ToolStatus, TurnStats};
+use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::{Agent, AgentError, ConfirmRequest, Confirmation, history};
 use crate::config::{Language, ToolCallMode};
 use crate::diag::did_you_mean;
@@ -45,6 +45,7 @@ impl Agent {
         let mut turn = vec![Message::user(message)];
         let mut stats = TurnStats::default();
         let mut ledger = CallLedger::default();
+        let mut calls_made = Vec::new();
         let mut reply: Option<String> = None;
         let mut last_text = String::new();
 
@@ -91,8 +92,14 @@ impl Agent {
                 last_text = content;
             }
             for call in &calls {
-                let text = self.execute(call, &ctx, &mut ledger, status).await?;
+                let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
                 stats.tool_calls += 1;
+                calls_made.push(CallRecord {
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    status: outcome,
+                    result: text.clone(),
+                });
                 turn.push(Message::tool_result(call.id.clone(), text));
             }
         }
@@ -111,6 +118,7 @@ impl Agent {
         self.history.extend(turn);
         history::trim(&mut self.history, self.opts.history_limit);
         self.last = stats;
+        self.last_calls = calls_made;
         self.remember_turn(message, &reply);
         Ok(reply)
     }
@@ -219,13 +227,15 @@ impl Agent {
         (content, calls, response.reasoning_content)
     }
 
+    /// Runs one call (unless it repeats an earlier one of the turn); returns the text the model
+    /// gets back and how the call was answered.
     async fn execute(
         &mut self,
         call: &ToolCall,
         ctx: &crate::tools::ToolContext,
         ledger: &mut CallLedger,
         tx: Option<&UnboundedSender<AgentEvent>>,
-    ) -> Result<String, AgentError> {
+    ) -> Result<(String, ToolStatus), AgentError> {
         let started = Instant::now();
         let args: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))
@@ -239,7 +249,7 @@ impl Agent {
             ledger.repeats += 1;
             let text = duplicate_note(self.opts.language, &call.name);
             self.record_tool(call, &canonical, ToolStatus::Duplicate, started, &text);
-            return Ok(text);
+            return Ok((text, ToolStatus::Duplicate));
         }
 
         let (result, status) = self.dispatch(call, args, ctx, tx).await;
@@ -264,7 +274,7 @@ impl Agent {
             let _ = tx.send(event);
         }
         self.record_tool(call, &canonical, status, started, &text);
-        Ok(text)
+        Ok((text, status))
     }
 
     async fn dispatch(
@@ -378,7 +388,7 @@ impl Agent {
         }
     }
 
-    fn record(&self, event: RunEvent) {
+    pub(super) fn record(&self, event: RunEvent) {
         if let Some(sink) = &self.sink {
             sink.record(&event);
         }

@@ -12,7 +12,7 @@ use crate::app::engine;
 
 pub async fn retry(config: Config, json_out: bool) -> anyhow::Result<ExitCode> {
     let engine = engine(config, false)?;
-    let retried = engine.retry_deliveries(&|_| true).await?;
+    let retried = engine.deliverer.retry(&|_| true).await?;
     let mut failed = 0;
     let mut results = Vec::new();
     for r in &retried {

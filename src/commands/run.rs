@@ -6,13 +6,14 @@ use std::process::ExitCode;
 
 use routines::agent::AgentEvent;
 use routines::config::Config;
-use routines::engine::{EngineError, RunOptions, TriggerInfo};
+use routines::engine::{EngineError, RunOptions};
+use routines::routine::TriggerContext;
 use routines::store::{DeliveryStatus, RunStatus};
 use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{find, print_json};
-use crate::app::{Refused, engine, routines};
+use crate::app::{Refused, UsageError, engine, routines};
 
 pub async fn run(
     config: Config,
@@ -29,17 +30,14 @@ pub async fn run(
     }
     let vars: BTreeMap<String, String> = vars.into_iter().collect();
     if !dry_run && !routine.spec.enabled {
-        return Ok(refuse(&Refused(format!(
-            "routine `{}` is disabled; set `enabled: true` in {} to run it",
-            routine.name,
-            routine.file.display()
-        ))));
+        let disabled = EngineError::Disabled { routine: routine.name.clone(), file: routine.file.clone() };
+        return Ok(refuse(&Refused(disabled.to_string())));
     }
     let engine = engine(config, !dry_run)?;
 
     if dry_run {
-        let ctx = engine.context(&routine, &TriggerInfo::manual(), 0, 1, &vars);
-        let prompt = engine.render_prompt(&routine, &ctx).map_err(crate::app::UsageError)?;
+        let ctx = engine.context(&routine, &TriggerContext::Manual, 0, 1, &vars);
+        let prompt = engine.render_prompt(&routine, &ctx).map_err(|e| UsageError(e.to_string()))?;
         let agent = engine.agent_for(&routine)?;
         let system = agent.system_prompt(&prompt);
         if json_out {
@@ -53,13 +51,11 @@ pub async fn run(
     let (tx, rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(progress(rx, routine.name.clone()));
     let opts = RunOptions { vars, no_deliver, ..RunOptions::default() };
-    let result = engine.run(&routine, TriggerInfo::manual(), &opts, Some(tx)).await;
+    let result = engine.run(&routine, TriggerContext::Manual, &opts, Some(tx)).await;
     let _ = printer.await;
     let report = match result {
         Ok(r) => r,
-        Err(EngineError::Disabled(n)) => {
-            return Ok(refuse(&Refused(format!("routine `{n}` is disabled; set `enabled: true` to run it"))));
-        }
+        Err(e @ EngineError::Disabled { .. }) => return Ok(refuse(&Refused(e.to_string()))),
         Err(e) => return Err(e.into()),
     };
 

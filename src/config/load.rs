@@ -107,7 +107,7 @@ pub struct Config {
     /// their values are redacted wherever output is recorded.
     pub secret_vars: Vec<String>,
     /// Routines written under `routines:` in the config file.
-    pub inline_routines: Vec<crate::routine::RoutineFile>,
+    pub inline_routines: Vec<super::routine_file::RoutineFile>,
     /// Positions in the config file, for diagnostics of inline routines.
     pub source: Option<SourceMap>,
 }
@@ -288,7 +288,7 @@ fn resolve(
     if greeting.enabled {
         let (start, end) = match &raw.heartbeat.active_hours {
             Some(h) => (h.start.as_str(), h.end.as_str()),
-            None => crate::heartbeat::greeting::DEFAULT_HOURS,
+            None => super::DEFAULT_GREETING_HOURS,
         };
         if greeting.max_per_day == 0 {
             problem(

@@ -9,6 +9,7 @@
 
 mod duration;
 mod load;
+pub mod routine_file;
 
 use std::path::PathBuf;
 
@@ -90,7 +91,7 @@ pub struct ConfigFile {
     pub heartbeat: HeartbeatSettings,
     /// Routines written inline, besides the files in `routines_dir`.
     #[serde(default)]
-    pub routines: Vec<crate::routine::RoutineFile>,
+    pub routines: Vec<routine_file::RoutineFile>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -394,6 +395,10 @@ pub struct ActiveHours {
     pub start: String,
     pub end: String,
 }
+
+/// The window greetings fall in when `heartbeat.active_hours` is not set:
+/// beats may run all night, a greeting should not arrive at 3 a.m.
+pub const DEFAULT_GREETING_HOURS: (&str, &str) = ("08:00", "22:00");
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

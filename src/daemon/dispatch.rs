@@ -12,25 +12,23 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
 use super::metrics::Metrics;
-use crate::engine::{Cancel, Engine, RunOptions, TriggerInfo};
-use crate::routine::{Overlap, Routine};
+use crate::clock::Clock;
+use crate::engine::{Cancel, Engine, RunOptions};
+use crate::routine::overlap::{self, Activity, Admission};
+use crate::routine::{Overlap, Routine, StoredTriggerError, TriggerContext};
 use crate::store::{NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
 
-/// A fire to accept.
+/// A fire arriving at the dispatcher, from the timer loop, a file watcher
+/// or the webhook listener.
 #[derive(Debug, Clone)]
-pub struct Fire {
+pub struct IncomingFire {
     pub routine: String,
-    /// `cron`, `every`, `at`, `file`, `webhook`.
-    pub kind: &'static str,
-    pub scheduled_for: Option<DateTime<Utc>>,
-    /// Per kind: `path`, `event`; `method`, `headers`, `query`, `body`, `json`.
-    pub context: Value,
+    /// What fired it; claimed with it as the run's trigger and context.
+    pub trigger: TriggerContext,
     /// One of several instants caught up at once: never skipped or
     /// replaced by `overlap`; they run one after another.
     pub catch_up: bool,
@@ -118,7 +116,7 @@ impl Dispatcher {
     /// Accepts a fire: applies `overlap` against the routine's active runs,
     /// claims the fire in the database and starts its task. Returns once
     /// the fire is durably recorded.
-    pub fn accept(self: &Arc<Self>, fire: Fire) -> Result<Accepted, StoreError> {
+    pub fn accept(self: &Arc<Self>, fire: IncomingFire) -> Result<Accepted, StoreError> {
         self.accept_many(vec![fire]).pop().unwrap_or(Err(StoreError::RunNotFound(0)))
     }
 
@@ -126,7 +124,7 @@ impl Dispatcher {
     /// one commit for all the fires of a tick or a batch of webhook
     /// requests. Results are in the order of `fires`; a fire sees the
     /// earlier fires of the batch as active runs of its routine.
-    pub fn accept_many(self: &Arc<Self>, fires: Vec<Fire>) -> Vec<Result<Accepted, StoreError>> {
+    pub fn accept_many(self: &Arc<Self>, fires: Vec<IncomingFire>) -> Vec<Result<Accepted, StoreError>> {
         let mut results: Vec<Option<Result<Accepted, StoreError>>> = (0..fires.len()).map(|_| None).collect();
         let Ok(mut active) = self.active.lock() else {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
@@ -141,39 +139,35 @@ impl Dispatcher {
             let planned_here: Vec<&Cancel> =
                 planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
             let waiting = entry.waiting.len() + planned_here.len();
-            let busy = !entry.running.is_empty() || waiting > 0;
-            let skip_why = match routine.spec.overlap {
-                _ if fire.catch_up => None,
-                Overlap::Skip if busy => {
-                    Some(format!("a run of `{}` was still active (overlap: skip); this fire was skipped", routine.name))
-                }
-                Overlap::Queue if waiting > 0 => Some(format!(
-                    "a run of `{}` was already waiting (overlap: queue keeps at most one); this fire was skipped",
-                    routine.name
-                )),
-                _ => None,
+            let activity = Activity {
+                active: !entry.running.is_empty() || waiting > 0,
+                run: entry.running.keys().min().copied(),
+                waiting: waiting > 0,
             };
-            if let Some(why) = skip_why {
-                results[i] = Some(
-                    self.record_skip(&routine, fire, &why).map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)),
-                );
-                continue;
-            }
-            if routine.spec.overlap == Overlap::Replace && !fire.catch_up {
-                let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
-                for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
-                    cancel.cancel(reason::REPLACED, why.clone());
+            match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
+                Admission::Skip(why) => {
+                    let recorded = self.record_skip(&routine, fire, &why.to_string());
+                    results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
+                    continue;
                 }
+                Admission::Replace => {
+                    let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
+                    for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
+                        cancel.cancel(reason::REPLACED, why.clone());
+                    }
+                }
+                // A fire that may start or must wait takes its turn in `take_turn`.
+                Admission::Start | Admission::Queue => {}
             }
-            let not_before = self.jittered(&routine, fire.scheduled_for);
-            planned.push((i, routine, not_before, Cancel::default(), fire.context.to_string()));
+            let not_before = self.jittered(&routine, fire.trigger.scheduled_for());
+            planned.push((i, routine, not_before, Cancel::default(), fire.trigger.to_stored()));
         }
         let claims: Vec<NewFire<'_>> = planned
             .iter()
             .map(|(i, routine, not_before, _, context)| NewFire {
                 routine: &routine.name,
-                trigger: fires[*i].kind,
-                scheduled_for: fires[*i].scheduled_for,
+                trigger: fires[*i].trigger.kind(),
+                scheduled_for: fires[*i].trigger.scheduled_for(),
                 context,
                 not_before: *not_before,
             })
@@ -197,12 +191,7 @@ impl Dispatcher {
                 continue;
             };
             active.entry(routine.name.clone()).or_default().waiting.insert(run_id, cancel.clone());
-            let fire = &fires[i];
-            let trigger = TriggerInfo {
-                kind: fire.kind.into(),
-                scheduled_for: fire.scheduled_for,
-                context: fire.context.clone(),
-            };
+            let trigger = fires[i].trigger.clone();
             start.push((QueuedFire { run_id, routine: routine.name.clone(), trigger, attempt: 1, not_before }, cancel));
             results[i] = Some(Ok(Accepted::Queued(run_id)));
         }
@@ -230,11 +219,17 @@ impl Dispatcher {
     pub fn resume(self: &Arc<Self>, queued: Vec<QueuedRun>) {
         for q in queued {
             let Some(name) = q.run.routine.clone() else { continue };
-            let context = q.context.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_else(|| json!({}));
+            let trigger = match TriggerContext::from_stored(&q.run.trigger, q.run.scheduled_for, q.context.as_deref()) {
+                Ok(trigger) => trigger,
+                Err(e) => {
+                    self.set_aside_unreadable(q.run.id, &name, &e);
+                    continue;
+                }
+            };
             let fire = QueuedFire {
                 run_id: q.run.id,
                 routine: name.clone(),
-                trigger: TriggerInfo { kind: q.run.trigger.clone(), scheduled_for: q.run.scheduled_for, context },
+                trigger,
                 attempt: q.attempt.max(1),
                 not_before: q.not_before,
             };
@@ -246,31 +241,39 @@ impl Dispatcher {
         }
     }
 
-    fn record_skip(&self, routine: &Routine, fire: &Fire, why: &str) -> Result<Option<i64>, StoreError> {
+    /// A queued fire whose stored trigger cannot be read back (a damaged
+    /// database) is not run: it is recorded `failed` with why.
+    fn set_aside_unreadable(&self, run_id: i64, routine: &str, error: &StoredTriggerError) {
+        let why = format!("the fire's trigger could not be read back from the database: {error}");
+        tracing::error!(%routine, run_id, "{why}");
+        let outcome = RunOutcome {
+            status: RunStatus::Failed,
+            output: None,
+            error: Some(why),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            iterations: 0,
+            reason: None,
+        };
+        if let Err(e) = self.engine.store.finish_run(run_id, &outcome) {
+            tracing::error!(%routine, run_id, error = %e, "Could not record the unreadable fire as failed.");
+        }
+    }
+
+    fn record_skip(&self, routine: &Routine, fire: &IncomingFire, why: &str) -> Result<Option<i64>, StoreError> {
         let store = &self.engine.store;
         let id = match store.create_run(&NewRun {
             kind: RunKind::Routine,
             routine: Some(routine.name.clone()),
-            trigger: fire.kind.into(),
-            scheduled_for: fire.scheduled_for,
+            trigger: fire.trigger.kind().into(),
+            scheduled_for: fire.trigger.scheduled_for(),
             status: RunStatus::Queued,
         }) {
             Ok(id) => id,
             Err(StoreError::DuplicateFire { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        store.finish_run(
-            id,
-            &RunOutcome {
-                status: RunStatus::Skipped,
-                output: None,
-                error: Some(why.to_string()),
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                iterations: 0,
-                reason: Some(reason::OVERLAP),
-            },
-        )?;
+        store.finish_run(id, &RunOutcome::skipped(reason::OVERLAP, why))?;
         tracing::info!(routine = %routine.name, run_id = id, "{why}");
         Ok(Some(id))
     }
@@ -358,7 +361,7 @@ impl Dispatcher {
         let Some(routine) = self.routine(&fire.routine) else { return false };
         self.executing.fetch_add(1, Ordering::SeqCst);
         self.pending.fetch_sub(1, Ordering::SeqCst);
-        if let Some(at) = fire.trigger.scheduled_for {
+        if let Some(at) = fire.trigger.scheduled_for() {
             let due = fire.not_before.unwrap_or(at);
             let late = (self.clock.now() - due).to_std().unwrap_or_default();
             self.metrics.observe_lateness(late);
@@ -439,7 +442,7 @@ type Planned = (usize, Arc<Routine>, Option<DateTime<Utc>>, Cancel, String);
 struct QueuedFire {
     run_id: i64,
     routine: String,
-    trigger: TriggerInfo,
+    trigger: TriggerContext,
     attempt: u32,
     not_before: Option<DateTime<Utc>>,
 }

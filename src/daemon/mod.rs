@@ -15,7 +15,6 @@
 //! - On SIGINT/SIGTERM nothing new starts; running runs get a grace period,
 //!   then are cancelled and recorded `interrupted` for the next start.
 
-pub mod clock;
 pub mod dispatch;
 pub mod lock;
 pub mod metrics;
@@ -25,18 +24,22 @@ pub mod service;
 pub mod watch;
 pub mod webhook;
 
+/// The clock lives below the daemon (heartbeats and greetings wait on it
+/// too); callers that know it as `daemon::clock` keep working.
+pub use crate::clock;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
-use crate::routine::{LoadedRoutines, Routine};
+use crate::clock::{Clock, sleep_for};
+use crate::routine::schedule::{self, Occurrence};
+use crate::routine::{LoadedRoutines, Routine, TimeKind, TriggerContext};
 use crate::store::{StoreError, reason};
-use clock::{Clock, sleep_for};
-use dispatch::{Dispatcher, Fire};
+use dispatch::{Dispatcher, IncomingFire};
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +58,7 @@ pub enum Signal {
     /// New routines to use (hot reload); the loop applies them.
     Reload(LoadedRoutines),
     /// A fire from a file watcher (or any other source).
-    Fire(Fire),
+    Fire(IncomingFire),
 }
 
 /// The timer loop and the routines it schedules.
@@ -134,7 +137,7 @@ impl Scheduler {
                 },
             };
             self.handled.insert(r.name.clone(), handled);
-            if let Some(next) = plan::next_after(r, handled) {
+            if let Some(next) = schedule::next_after(r, handled) {
                 self.heap.push(Reverse((next, r.name.clone(), *generation)));
             }
         }
@@ -189,11 +192,9 @@ impl Scheduler {
             }
             let catch_up = p.fire.len() > 1;
             for instant in &p.fire {
-                fires.push(Fire {
+                fires.push(IncomingFire {
                     routine: routine.name.clone(),
-                    kind: instant.kind,
-                    scheduled_for: Some(instant.at),
-                    context: json!({}),
+                    trigger: TriggerContext::Schedule { kind: instant.kind, scheduled_for: instant.utc() },
                     catch_up,
                 });
             }
@@ -203,7 +204,7 @@ impl Scheduler {
             ok.push((routine, generation));
         }
         let instants: Vec<(String, DateTime<Utc>)> =
-            fires.iter().map(|f| (f.routine.clone(), f.scheduled_for.unwrap_or(now))).collect();
+            fires.iter().map(|f| (f.routine.clone(), f.trigger.scheduled_for().unwrap_or(now))).collect();
         let mut failed: Vec<String> = Vec::new();
         for ((name, at), result) in instants.iter().zip(self.dispatcher.accept_many(fires)) {
             match result {
@@ -232,7 +233,7 @@ impl Scheduler {
                 continue;
             }
             self.handled.insert(routine.name.clone(), now);
-            if let Some(next) = plan::next_after(&routine, now) {
+            if let Some(next) = schedule::next_after(&routine, now) {
                 self.heap.push(Reverse((next, routine.name.clone(), generation)));
             }
         }
@@ -251,10 +252,11 @@ impl Scheduler {
                  within catch_up_window {}",
                 routine.spec.catch_up_window
             );
-            for kind in ["cron", "every", "at"] {
-                let instants: Vec<DateTime<Utc>> = p.missed.iter().filter(|i| i.kind == kind).map(|i| i.at).collect();
+            for kind in [TimeKind::Cron, TimeKind::Every, TimeKind::At] {
+                let instants: Vec<DateTime<Utc>> =
+                    p.missed.iter().filter(|i| i.kind == kind).map(Occurrence::utc).collect();
                 if !instants.is_empty() {
-                    store.record_skipped(&routine.name, kind, &instants, reason::MISSED, &message)?;
+                    store.record_skipped(&routine.name, kind.as_str(), &instants, reason::MISSED, &message)?;
                 }
             }
             tracing::warn!(routine = %routine.name, missed = p.missed.len() as u64 + p.unrecorded, "Instants were missed; {policy}.");

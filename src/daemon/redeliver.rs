@@ -60,7 +60,7 @@ impl Backoff {
 pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, backoff: Backoff, stop: CancellationToken) {
     loop {
         let now = clock.now();
-        match engine.retry_deliveries(&|d| backoff.due(d, now)).await {
+        match engine.deliverer.retry(&|d| backoff.due(d, now)).await {
             Ok(done) => {
                 for r in done {
                     tracing::info!(

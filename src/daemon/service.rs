@@ -6,19 +6,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::sync::mpsc::{self, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::clock::Clock;
-use super::dispatch::{Accepted, Dispatcher, Fire};
+use super::dispatch::{Accepted, Dispatcher, IncomingFire};
 use super::watch::{FileFire, WatchSpec, Watcher};
-use super::webhook::{self, Intake, IntakeError, Route, RouteTable, WebhookRequest};
+use super::webhook::{self, Intake, IntakeError, Route, RouteTable};
 use super::{DaemonError, Scheduler, Signal};
+use crate::clock::Clock;
 use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
-use crate::routine::{LoadedRoutines, Routine, WebhookAuth, load_all};
+use crate::routine::{FileContext, LoadedRoutines, Routine, TriggerContext, WebhookAuth, WebhookRequest, load_all};
 use crate::store::StoreError;
 use crate::tools::Registry;
 
@@ -58,8 +57,8 @@ pub async fn run(
     let forward = signals_tx.clone();
     tokio::spawn(async move {
         while let Some(f) = files_rx.recv().await {
-            let context = json!({ "path": f.path, "event": f.event });
-            let fire = Fire { routine: f.routine, kind: "file", scheduled_for: None, context, catch_up: false };
+            let trigger = TriggerContext::File(FileContext { path: f.path, event: f.event });
+            let fire = IncomingFire { routine: f.routine, trigger, catch_up: false };
             if forward.send(Signal::Fire(fire)).is_err() {
                 return;
             }
@@ -215,7 +214,7 @@ fn routes(routines: &[Arc<Routine>], env: &dyn Env) -> Vec<Route> {
 }
 
 /// A fire waiting to be claimed by the writer, and where its result goes.
-type Claim = (Fire, oneshot::Sender<Result<Accepted, StoreError>>);
+type Claim = (IncomingFire, oneshot::Sender<Result<Accepted, StoreError>>);
 
 /// Most fires claimed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -234,7 +233,7 @@ fn start_writer(dispatcher: Arc<Dispatcher>) -> mpsc::Sender<Claim> {
                     Err(_) => break,
                 }
             }
-            let (fires, replies): (Vec<Fire>, Vec<_>) = batch.into_iter().unzip();
+            let (fires, replies): (Vec<IncomingFire>, Vec<_>) = batch.into_iter().unzip();
             let d = dispatcher.clone();
             match tokio::task::spawn_blocking(move || d.accept_many(fires)).await {
                 Ok(results) => {
@@ -268,9 +267,8 @@ impl Intake for DaemonIntake {
         if !r.spec.enabled {
             return Err(IntakeError::Refused(format!("routine `{routine}` is disabled")));
         }
-        let context = serde_json::to_value(&request).unwrap_or_else(|_| json!({}));
         let fire =
-            Fire { routine: routine.to_string(), kind: "webhook", scheduled_for: None, context, catch_up: false };
+            IncomingFire { routine: routine.to_string(), trigger: TriggerContext::Webhook(request), catch_up: false };
         let (reply, result) = oneshot::channel();
         let unavailable = || IntakeError::Unavailable("the daemon is stopping".into());
         self.writer.send((fire, reply)).await.map_err(|_| unavailable())?;

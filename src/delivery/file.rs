@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::DeliveryError;
 use crate::config::FileMode;
 use crate::policy::paths::confine;
 use crate::tools::write_atomic;
@@ -39,18 +40,19 @@ impl From<FileMode> for FileModeName {
 
 /// Resolves a rendered path inside the workspace (absolute paths must lie
 /// inside it too); refuses forbidden paths.
-pub fn resolve(workspace: &Path, forbidden: &[PathBuf], rendered: &str) -> Result<PathBuf, String> {
+pub fn resolve(workspace: &Path, forbidden: &[PathBuf], rendered: &str) -> Result<PathBuf, DeliveryError> {
     if rendered.trim().is_empty() {
-        return Err("the rendered path is empty".into());
+        return Err(DeliveryError::EmptyPath);
     }
-    confine(workspace, forbidden, rendered).map_err(|e| e.to_string())
+    Ok(confine(workspace, forbidden, rendered)?)
 }
 
-pub fn deliver(p: &FilePayload) -> Result<String, String> {
+/// Writes the file; returns a description for the history.
+pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
     let existing = std::fs::read(&p.path);
     let data = match (p.mode, existing) {
         (FileModeName::Create, Ok(_)) => {
-            return Err(format!("{} already exists and mode is create; use overwrite or append", p.shown));
+            return Err(DeliveryError::FileExists { shown: p.shown.clone() });
         }
         (FileModeName::Append, Ok(mut old)) => {
             if !old.is_empty() && !old.ends_with(b"\n") {
@@ -61,7 +63,7 @@ pub fn deliver(p: &FilePayload) -> Result<String, String> {
         }
         _ => p.content.as_bytes().to_vec(),
     };
-    write_atomic(&p.path, &data).map_err(|e| format!("cannot write {}: {e}", p.shown))?;
+    write_atomic(&p.path, &data).map_err(|source| DeliveryError::Write { shown: p.shown.clone(), source })?;
     Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
 }
 
@@ -80,10 +82,9 @@ mod tests {
             content: content.into(),
         };
         deliver(&mk(FileModeName::Create, "one")).unwrap();
-        assert_eq!(
-            deliver(&mk(FileModeName::Create, "two")).unwrap_err(),
-            "out/r.md already exists and mode is create; use overwrite or append"
-        );
+        let refused = deliver(&mk(FileModeName::Create, "two")).unwrap_err();
+        assert_eq!(refused.to_string(), "out/r.md already exists and mode is create; use overwrite or append");
+        assert!(!refused.retryable());
         deliver(&mk(FileModeName::Append, "two\n")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
         deliver(&mk(FileModeName::Overwrite, "three")).unwrap();

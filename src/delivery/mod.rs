@@ -1,12 +1,26 @@
-//! Where results go. Each delivery is recorded with its own status before it
-//! is attempted, with everything needed to retry it without the agent.
+//! The delivery stage: where results go. After a run, each target is rendered into a
+//! [`Payload`] (`render.rs`), recorded with its own status before it is attempted, and
+//! attempted; deliveries that failed are attempted again later from the recorded payload,
+//! without the agent (`attempts.rs`). The [`Deliverer`] holding it all is built from the config
+//! (`setup.rs`); failures are [`DeliveryError`]s that say whether trying again may help.
 
+mod attempts;
+mod error;
 pub mod file;
 pub mod mail;
+mod render;
+mod setup;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+use crate::routine::template::Templates;
+use crate::store::Store;
+
+pub use attempts::{DeliveryReport, Retried};
+pub use error::{DeliveryError, Kept};
 
 /// A delivery rendered and ready to attempt (stored as the row's payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,12 +30,19 @@ pub enum Payload {
     Mail(Box<mail::MailPayload>),
 }
 
-/// Where deliveries go: the mail transport, and the outbox folder where a
-/// message that could not be sent is kept.
+/// The delivery stage: the mail transport, the outbox folder where a message that could not be
+/// sent is kept, what rendering needs (templates, the workspace and its forbidden paths, the
+/// sender), and the store deliveries are recorded in. Cheap to clone.
 #[derive(Clone)]
 pub struct Deliverer {
-    pub mailer: mail::Mailer,
-    pub outbox: PathBuf,
+    mailer: mail::Mailer,
+    outbox: PathBuf,
+    store: Store,
+    templates: Arc<Templates>,
+    workspace: PathBuf,
+    forbidden: Vec<PathBuf>,
+    /// `mail.from`, or `Routines <routines@localhost>`.
+    from: String,
 }
 
 impl Payload {
@@ -40,9 +61,9 @@ impl Payload {
         }
     }
 
-    /// One attempt. A mail that cannot be sent over SMTP is kept as an
-    /// `.eml` file in the outbox until an attempt succeeds.
-    pub async fn deliver(&self, d: &Deliverer) -> Result<String, String> {
+    /// One attempt. A mail that cannot be sent over SMTP is kept as an `.eml` file in the
+    /// outbox until an attempt succeeds. Returns a description for the history.
+    pub async fn deliver(&self, d: &Deliverer) -> Result<String, DeliveryError> {
         match self {
             Payload::File(f) => file::deliver(f),
             Payload::Mail(m) => {
@@ -54,11 +75,17 @@ impl Payload {
                         }
                         Ok(done)
                     }
-                    Err(e) if smtp => match mail::write_eml(&d.outbox, m) {
-                        Ok(path) => Err(format!("{e}; the message is kept in {}", path.display())),
-                        Err(keep) => Err(format!("{e}; it could not be kept in the outbox either: {keep}")),
-                    },
-                    Err(e) => Err(e.to_string()),
+                    Err(source) => {
+                        let kept = if !smtp {
+                            Kept::Nowhere
+                        } else {
+                            match mail::write_eml(&d.outbox, m) {
+                                Ok(path) => Kept::InOutbox(path),
+                                Err(keep) => Kept::NotKept(keep),
+                            }
+                        };
+                        Err(DeliveryError::Mail { source, kept })
+                    }
                 }
             }
         }

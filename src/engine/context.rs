@@ -5,28 +5,13 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use crate::routine::Routine;
+use crate::routine::{Routine, TriggerContext};
 
-/// What fired a run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TriggerInfo {
-    /// `manual`, `cron`, `every`, `at`, `file`, `webhook`, `heartbeat`.
-    pub kind: String,
-    pub scheduled_for: Option<DateTime<Utc>>,
-    /// Per kind: `path`, `event` for file; `method`, `headers`, `body`,
-    /// `json`, `query` for webhook. An object.
-    pub context: Value,
-}
-
-impl TriggerInfo {
-    pub fn manual() -> Self {
-        TriggerInfo { kind: "manual".into(), scheduled_for: None, context: json!({}) }
-    }
-}
-
+/// `routine`, `trigger` (its kind, instant and what the trigger adds),
+/// `now`, `vars` (with `overrides`) and `run`.
 pub fn build(
     routine: &Routine,
-    trigger: &TriggerInfo,
+    trigger: &TriggerContext,
     run_id: i64,
     attempt: u32,
     overrides: &BTreeMap<String, String>,
@@ -37,15 +22,14 @@ pub fn build(
     for (k, v) in overrides {
         vars.insert(k.clone(), Value::String(v.clone()));
     }
-    let mut t = json!({
-        "kind": trigger.kind,
-        "scheduled_for": trigger.scheduled_for.map(|s| s.with_timezone(&routine.zone).to_rfc3339_opts(SecondsFormat::Secs, false)),
-    });
-    if let (Some(obj), Some(extra)) = (t.as_object_mut(), trigger.context.as_object()) {
-        for (k, v) in extra {
-            obj.insert(k.clone(), v.clone());
-        }
-    }
+    let mut t = serde_json::Map::new();
+    t.insert("kind".into(), json!(trigger.kind()));
+    let scheduled_for = trigger.scheduled_for();
+    t.insert(
+        "scheduled_for".into(),
+        json!(scheduled_for.map(|s| s.with_timezone(&routine.zone).to_rfc3339_opts(SecondsFormat::Secs, false))),
+    );
+    t.extend(trigger.fields());
     json!({
         "routine": { "name": routine.name, "description": routine.spec.description.clone().unwrap_or_default() },
         "trigger": t,

@@ -15,22 +15,18 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use rand::Rng;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::HeartbeatError;
 use super::Window;
-use crate::config::Config;
-use crate::daemon::clock::{Clock, sleep_for};
-use crate::engine::{Cancel, Engine, EngineError, RunOptions, RunReport, TriggerInfo};
-use crate::routine::Routine;
+use crate::clock::{Clock, sleep_for};
+use crate::config::{Config, DEFAULT_GREETING_HOURS};
+use crate::engine::{Cancel, Engine, RunOptions, RunReport};
+use crate::routine::{AgentOverrides, Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunStatus, StoreError};
 
-/// The name greeting runs are recorded under.
-pub const NAME: &str = "greeting";
-
-/// The window greetings fall in when `heartbeat.active_hours` is not set:
-/// beats may run all night, a greeting should not arrive at 3 a.m.
-pub const DEFAULT_HOURS: (&str, &str) = ("08:00", "22:00");
+/// The name greeting runs are recorded under (reserved in `routine`).
+pub use crate::routine::reserved::GREETING as NAME;
 
 /// How late a planned greeting may still be sent (the daemon was busy or
 /// just started). One later than this was missed: recorded, not sent.
@@ -48,13 +44,14 @@ pub mod reason {
     pub const QUIET: &str = "quiet";
 }
 
-/// The local window greetings fall in: active hours, or [`DEFAULT_HOURS`].
+/// The local window greetings fall in: active hours, or
+/// [`DEFAULT_GREETING_HOURS`].
 pub fn window(config: &Config) -> Result<Window, String> {
     match &config.heartbeat.active_hours {
         Some(hours) => Window::parse(hours),
         None => {
             let t = |s| NaiveTime::parse_from_str(s, "%H:%M").map_err(|e| e.to_string());
-            Ok(Window { start: t(DEFAULT_HOURS.0)?, end: t(DEFAULT_HOURS.1)? })
+            Ok(Window { start: t(DEFAULT_GREETING_HOURS.0)?, end: t(DEFAULT_GREETING_HOURS.1)? })
         }
     }
 }
@@ -120,8 +117,8 @@ fn plan(engine: &Engine, window: Window, day: NaiveDate, now: DateTime<Utc>) -> 
 
 /// Sends every planned greeting that is due at `now`, records the missed
 /// ones, and returns when to look again.
-pub async fn step(engine: &Engine, now: DateTime<Utc>) -> Result<DateTime<Utc>, EngineError> {
-    let window = window(&engine.config).map_err(EngineError::Setup)?;
+pub async fn step(engine: &Engine, now: DateTime<Utc>) -> Result<DateTime<Utc>, HeartbeatError> {
+    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
     let zone = engine.config.timezone;
     let today = now.with_timezone(&zone).date_naive();
     let mut wake = now + Duration::days(1);
@@ -174,7 +171,7 @@ async fn send_planned(
     engine: &Engine,
     slot: DateTime<Utc>,
     day: (DateTime<Utc>, DateTime<Utc>),
-) -> Result<Option<RunReport>, EngineError> {
+) -> Result<Option<RunReport>, HeartbeatError> {
     let run_id = match engine.store.create_run(&NewRun {
         kind: RunKind::Greeting,
         routine: Some(NAME.into()),
@@ -190,8 +187,7 @@ async fn send_planned(
         engine.store.skip_queued(run_id, why, &text)?;
         return Ok(Some(super::skipped_report(NAME, run_id, text)));
     }
-    let trigger = TriggerInfo { kind: NAME.into(), scheduled_for: Some(slot), context: json!({}) };
-    execute(engine, run_id, trigger, slot).await.map(Some)
+    execute(engine, run_id, TriggerContext::Greeting { scheduled_for: slot }, slot).await.map(Some)
 }
 
 /// Why a greeting at `at` may not be sent, checked against the greetings
@@ -201,7 +197,7 @@ fn refusal(
     at: DateTime<Utc>,
     (start, end): (DateTime<Utc>, DateTime<Utc>),
     this: i64,
-) -> Result<Option<(&'static str, String)>, EngineError> {
+) -> Result<Option<(&'static str, String)>, HeartbeatError> {
     let settings = &engine.config.heartbeat.greeting;
     let sent = engine
         .store
@@ -229,8 +225,8 @@ fn refusal(
 /// toward the day's limit; unless `force`, it is refused outside active
 /// hours, over the limit or within `min_gap` of the last one (recorded as
 /// skipped with the reason).
-pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Result<RunReport, EngineError> {
-    let window = window(&engine.config).map_err(EngineError::Setup)?;
+pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Result<RunReport, HeartbeatError> {
+    let window = window(&engine.config).map_err(HeartbeatError::Settings)?;
     let zone = engine.config.timezone;
     let local = now.with_timezone(&zone);
     let run_id = engine.store.create_run(&NewRun {
@@ -262,19 +258,19 @@ pub async fn greet_now(engine: &Engine, now: DateTime<Utc>, force: bool) -> Resu
             return Ok(super::skipped_report(NAME, run_id, text));
         }
     }
-    execute(engine, run_id, TriggerInfo::manual(), now).await
+    execute(engine, run_id, TriggerContext::Manual, now).await
 }
 
 /// Runs the agent for greeting `run_id`, due at `at`, and delivers the greeting.
 async fn execute(
     engine: &Engine,
     run_id: i64,
-    trigger: TriggerInfo,
+    trigger: TriggerContext,
     at: DateTime<Utc>,
-) -> Result<RunReport, EngineError> {
-    let routine = routine(&engine.config)?;
+) -> Result<RunReport, HeartbeatError> {
+    let routine = routine(&engine.config);
     let opts = RunOptions { kind: Some(RunKind::Greeting), vars: vars(engine, at)?, ..RunOptions::default() };
-    engine.execute(&routine, run_id, trigger, 1, &opts, None, &Cancel::default()).await
+    Ok(engine.execute(&routine, run_id, trigger, 1, &opts, None, &Cancel::default()).await?)
 }
 
 /// The greeting prompt. What the user has been working on comes from
@@ -299,12 +295,11 @@ This is a greeting, not a conversation: no questions, no offers of help. Reply w
 /// (not routine approaches or routine turns, which are the agent's own).
 const RECENT: usize = 6;
 
-fn vars(engine: &Engine, at: DateTime<Utc>) -> Result<BTreeMap<String, String>, EngineError> {
+fn vars(engine: &Engine, at: DateTime<Utc>) -> Result<BTreeMap<String, String>, HeartbeatError> {
     let now = at.with_timezone(&engine.config.timezone);
     let recent: Vec<String> = engine
         .memory
-        .list(None, 100)
-        .map_err(|e| EngineError::Setup(format!("cannot read memory for the greeting: {e}")))?
+        .list(None, 100)?
         .into_iter()
         .filter(|m| !m.key.starts_with("routine:") && !m.key.starts_with("turn:routine:"))
         .take(RECENT)
@@ -343,19 +338,17 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// The routine a greeting runs as: no tools, one model call, the
+/// The routine a greeting runs as: no tools, at most two model calls, the
 /// heartbeat's deliveries.
-fn routine(config: &Config) -> Result<Routine, EngineError> {
-    super::builtin_routine(
-        config,
-        NAME,
-        json!({
-            "prompt": PROMPT,
-            "timeout": "2m",
-            "overlap": "allow",
-            "agent": { "tools": [], "max_iterations": 2 },
-        }),
-    )
+fn routine(config: &Config) -> Routine {
+    let spec = RoutineFile {
+        prompt: Some(PROMPT.into()),
+        timeout: crate::config::Duration::from_secs(2 * 60),
+        overlap: Overlap::Allow,
+        agent: AgentOverrides { tools: Some(Vec::new()), max_iterations: Some(2), ..AgentOverrides::default() },
+        ..RoutineFile::default()
+    };
+    super::builtin_routine(config, NAME, spec)
 }
 
 /// Sends the planned greetings until `stop`, on the injected clock.

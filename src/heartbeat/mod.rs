@@ -4,72 +4,28 @@
 //! with an empty or missing checklist, no model call is made: the beat is
 //! recorded as skipped with the reason.
 
+mod error;
 pub mod greeting;
+mod reply;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveTime, Utc};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{ActiveHours, Config};
-use crate::daemon::clock::{Clock, sleep_for};
-use crate::engine::{Engine, EngineError, RunOptions, RunReport, TriggerInfo};
-use crate::llm::Message;
-use crate::routine::{Routine, RoutineFile};
+use crate::clock::{Clock, sleep_for};
+use crate::config::{ActiveHours, Config, Duration};
+use crate::engine::{Engine, RunOptions, RunReport};
+use crate::routine::schedule::Every;
+use crate::routine::{Overlap, Routine, RoutineFile, TriggerContext};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
-/// The name heartbeat runs are recorded under.
-pub const NAME: &str = "heartbeat";
+pub use error::HeartbeatError;
+pub use reply::{OkCheck, is_ok, review_prompt};
 
-/// Words a model adds around the ok token when all is well ("All good!
-/// HEARTBEAT_OK"); a reply made only of these and the token is silent.
-const CHATTER: &[&str] = &[
-    "all",
-    "good",
-    "fine",
-    "ok",
-    "okay",
-    "nothing",
-    "to",
-    "report",
-    "everything",
-    "is",
-    "looks",
-    "no",
-    "issues",
-    "attention",
-    "needed",
-    "needs",
-    "here",
-    "the",
-    "checklist",
-    "items",
-    "are",
-    "clear",
-    "status",
-    "done",
-    "checked",
-];
-
-/// Whether a heartbeat reply means "nothing needs attention": the ok token,
-/// also wrapped in punctuation or markdown, or with only all-is-well words
-/// around it. A reply that says anything else is delivered.
-pub fn is_ok(reply: &str, token: &str) -> bool {
-    let token = token.trim();
-    if token.is_empty() {
-        return false;
-    }
-    let words: Vec<String> = reply
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    let token_lower = token.to_lowercase();
-    let mentions = words.iter().filter(|w| **w == token_lower).count();
-    mentions >= 1 && words.iter().all(|w| *w == token_lower || CHATTER.contains(&w.as_str()))
-}
+/// The name heartbeat runs are recorded under (reserved in `routine`).
+pub use crate::routine::reserved::HEARTBEAT as NAME;
 
 /// Active hours as local times; a window whose end is before its start
 /// crosses midnight (`22:00`–`06:00`), and one that ends when it starts
@@ -166,110 +122,62 @@ fn prompt(checklist: &str, token: &str) -> String {
     )
 }
 
-/// How much of one check's output the review sees, and of all of them.
-const REVIEW_PER_CHECK: usize = 2000;
-const REVIEW_TOTAL: usize = 8000;
-
-/// The prompt of the review of an all-is-well beat: the checklist and what
-/// each tool call of the beat returned (from the agent's `history`), and
-/// one question. `None` when no tool returned anything to review. Results
-/// of repeated and unknown calls are left out: they are the agent's own
-/// notes, not what was checked.
-pub fn review_prompt(checklist: &str, history: &[Message], token: &str) -> Option<String> {
-    let mut seen = Vec::new();
-    let mut results = String::new();
-    for call in history.iter().flat_map(|m| &m.tool_calls) {
-        let Some(output) = history.iter().find(|m| m.tool_call_id.as_deref() == Some(call.id.as_str())) else {
-            continue;
-        };
-        let output = output.content.as_deref().unwrap_or("").trim();
-        let key = (call.name.as_str(), call.arguments.as_str());
-        if seen.contains(&key)
-            || output.starts_with("You already called")
-            || output.starts_with("[failed] unknown tool")
-        {
-            continue;
-        }
-        seen.push(key);
-        let shown: String = output.chars().take(REVIEW_PER_CHECK).collect();
-        let cut = if shown.len() < output.len() { "\n[… cut]" } else { "" };
-        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.name, call.arguments);
-        if results.len() + block.len() > REVIEW_TOTAL {
-            results.push_str("[… more results cut]\n");
-            break;
-        }
-        results.push_str(&block);
-    }
-    if results.is_empty() {
-        return None;
-    }
-    // Quoting lines is a task a small model does well; judging "does this
-    // need attention" it does not (a 1.5B model said all was well next to
-    // an ERROR line in most tries, and quoted it in all).
-    Some(format!(
-        "Checklist:\n{}\n\nResults of the checks:\n{results}---\n\n\
-         Quote every line of the results that the checklist says to report, or that shows a problem it asks \
-         about, one per line, and nothing else. If there is no such line, reply with exactly {token}.",
-        checklist.trim_end()
-    ))
-}
-
 /// The routine a beat runs as: the heartbeat's deliveries, the ok token as
 /// the silent token, a fresh history each beat (so a long-running daemon's
 /// prompt does not grow).
-fn routine(config: &Config, checklist: &str) -> Result<Routine, EngineError> {
+fn routine(config: &Config, checklist: &str) -> Routine {
     let hb = &config.heartbeat;
-    builtin_routine(
-        config,
-        NAME,
-        json!({
-            "prompt": prompt(checklist, &hb.ok_token),
-            "silent_token": hb.ok_token,
-            "timeout": "10m",
-            "overlap": "skip",
-        }),
-    )
+    let spec = RoutineFile {
+        prompt: Some(prompt(checklist, &hb.ok_token)),
+        silent_token: hb.ok_token.clone(),
+        timeout: Duration::from_secs(10 * 60),
+        overlap: Overlap::Skip,
+        ..RoutineFile::default()
+    };
+    builtin_routine(config, NAME, spec)
 }
 
-/// A built-in routine (the heartbeat, greetings): `spec` as a routine file
-/// would have it, in the engine's zone, delivering to `heartbeat.deliver`.
-fn builtin_routine(config: &Config, name: &str, mut spec: serde_json::Value) -> Result<Routine, EngineError> {
-    if let Some(map) = spec.as_object_mut() {
-        map.insert("name".into(), json!(name));
-    }
-    let mut spec: RoutineFile =
-        serde_json::from_value(spec).map_err(|e| EngineError::Setup(format!("built-in routine {name}: {e}")))?;
-    spec.deliver = config.heartbeat.deliver.clone();
-    Ok(Routine {
+/// A built-in routine (the heartbeat, greetings): `spec` named `name`, in
+/// the engine's zone, delivering to `heartbeat.deliver`.
+fn builtin_routine(config: &Config, name: &str, spec: RoutineFile) -> Routine {
+    let spec = RoutineFile { name: Some(name.into()), deliver: config.heartbeat.deliver.clone(), ..spec };
+    Routine {
         name: name.into(),
         file: config.file.clone().unwrap_or_default(),
         zone: config.timezone,
         spec,
         time_triggers: Vec::new(),
-    })
+    }
 }
 
 /// One beat now. A quiet beat is recorded `skipped` with its reason and
 /// calls no model; otherwise the agent runs and delivers unless all is well.
-pub async fn beat(engine: &Engine, now: DateTime<Utc>, force: bool, trigger: &str) -> Result<RunReport, EngineError> {
-    let checklist = match prepare(&engine.config, now, force).map_err(EngineError::Setup)? {
+pub async fn beat(
+    engine: &Engine,
+    now: DateTime<Utc>,
+    force: bool,
+    trigger: &str,
+) -> Result<RunReport, HeartbeatError> {
+    let checklist = match prepare(&engine.config, now, force).map_err(HeartbeatError::Settings)? {
         Ok(text) => text,
         Err(quiet) => return record_quiet(engine, &quiet, trigger),
     };
-    let routine = routine(&engine.config, &checklist)?;
+    let routine = routine(&engine.config, &checklist);
     // The prompt is the checklist itself; `{{` in it is not a template.
     let mut routine = routine;
     routine.spec.prompt = Some(format!("{{% raw %}}{}{{% endraw %}}", routine.spec.prompt.unwrap_or_default()));
-    let opts = RunOptions { kind: Some(RunKind::Heartbeat), checklist: Some(checklist), ..RunOptions::default() };
-    let trigger = TriggerInfo { kind: trigger.into(), scheduled_for: None, context: json!({}) };
-    engine.run(&routine, trigger, &opts, None).await
+    let check = OkCheck { token: routine.spec.silent_token.clone(), checklist };
+    let opts =
+        RunOptions { kind: Some(RunKind::Heartbeat), reply_check: Some(Arc::new(check)), ..RunOptions::default() };
+    let trigger = if trigger == "manual" { TriggerContext::Manual } else { TriggerContext::Heartbeat };
+    Ok(engine.run(&routine, trigger, &opts, None).await?)
 }
 
-fn record_quiet(engine: &Engine, quiet: &Quiet, trigger: &str) -> Result<RunReport, EngineError> {
+fn record_quiet(engine: &Engine, quiet: &Quiet, trigger: &str) -> Result<RunReport, HeartbeatError> {
     let skipped = Skipped { kind: RunKind::Heartbeat, trigger, scheduled_for: None, reason: "quiet" };
-    let run_id = skipped.record(engine, &quiet.to_string())?.ok_or_else(|| {
-        EngineError::Setup("a quiet beat has no instant, so it cannot have been recorded already".into())
-    })?;
+    let run_id = skipped
+        .record(engine, &quiet.to_string())?
+        .ok_or(HeartbeatError::Bug("a quiet beat has no instant, so it cannot have been recorded already"))?;
     Ok(skipped_report(NAME, run_id, quiet.to_string()))
 }
 
@@ -283,7 +191,7 @@ struct Skipped<'a> {
 
 impl Skipped<'_> {
     /// Records it with `why`; `None` when its instant was recorded already.
-    fn record(&self, engine: &Engine, why: &str) -> Result<Option<i64>, EngineError> {
+    fn record(&self, engine: &Engine, why: &str) -> Result<Option<i64>, HeartbeatError> {
         let name = if self.kind == RunKind::Greeting { greeting::NAME } else { NAME };
         let run_id = match engine.store.create_run(&NewRun {
             kind: self.kind,
@@ -296,18 +204,7 @@ impl Skipped<'_> {
             Err(crate::store::StoreError::DuplicateFire { .. }) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        engine.store.finish_run(
-            run_id,
-            &RunOutcome {
-                status: RunStatus::Skipped,
-                output: None,
-                error: Some(why.into()),
-                prompt_tokens: 0,
-                completion_tokens: 0,
-                iterations: 0,
-                reason: Some(self.reason),
-            },
-        )?;
+        engine.store.finish_run(run_id, &RunOutcome::skipped(self.reason, why))?;
         Ok(Some(run_id))
     }
 }
@@ -328,11 +225,9 @@ fn skipped_report(name: &str, run_id: i64, why: String) -> RunReport {
 /// epoch on the injected clock; a beat outside active hours or without a
 /// checklist is recorded skipped and calls no model.
 pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: CancellationToken) {
-    let step = i64::try_from(engine.config.heartbeat.every.get().as_millis()).unwrap_or(i64::MAX).max(1000);
+    let every = Every::new(engine.config.heartbeat.every.get().max(std::time::Duration::from_secs(1)));
     loop {
-        let now = clock.now();
-        let next_ms = (now.timestamp_millis().div_euclid(step) + 1) * step;
-        let Some(next) = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(next_ms) else { return };
+        let Some(next) = every.next_after(clock.now()) else { return };
         while clock.now() < next {
             tokio::select! {
                 _ = tokio::time::sleep(sleep_for(clock.now(), Some(next))) => {}
@@ -349,32 +244,6 @@ pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, stop: Cancella
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_ok_token_is_recognized_wrapped_or_with_all_is_well_chatter() {
-        for reply in [
-            "HEARTBEAT_OK",
-            "  HEARTBEAT_OK.\n",
-            "**HEARTBEAT_OK**",
-            "`HEARTBEAT_OK`",
-            "\"HEARTBEAT_OK\"",
-            "heartbeat_ok",
-            "All good! HEARTBEAT_OK",
-            "HEARTBEAT_OK - everything looks fine, nothing to report.",
-        ] {
-            assert!(is_ok(reply, "HEARTBEAT_OK"), "{reply:?}");
-        }
-        for reply in [
-            "",
-            "All good.",
-            "HEARTBEAT_OK except the disk is 95% full",
-            "The backup failed last night. HEARTBEAT_OK",
-            "HEARTBEAT_OKAY",
-            "NO_HEARTBEAT_OK",
-        ] {
-            assert!(!is_ok(reply, "HEARTBEAT_OK"), "{reply:?}");
-        }
-    }
 
     #[test]
     fn active_hours_may_cross_midnight() {

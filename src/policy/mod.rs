@@ -5,7 +5,11 @@
 //! apply, the strictest wins. A refusal is a tool result the model reads,
 //! never a crash. The policy is checked before any confirmation: what it
 //! forbids is never asked.
+//!
+//! Tools describe themselves and each call with [`Effect`] and [`CallInfo`]
+//! (`call.rs`), the policy's own types: the policy knows nothing of tools.
 
+mod call;
 pub mod command;
 pub mod injection;
 pub mod net;
@@ -16,8 +20,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::config::Autonomy;
-use crate::tools::{CallInfo, Effect};
+use command::CommandRefusal;
 
+pub use call::{CallInfo, Effect};
 pub use paths::PathError;
 pub use secrets::Redactor;
 
@@ -92,7 +97,7 @@ impl Policy {
         // The command rules apply at every level, `full` included.
         let keys = match self.approval_keys(call) {
             Ok(keys) => keys,
-            Err(reason) => return Decision::Forbidden(reason),
+            Err(refusal) => return Decision::Forbidden(refusal.to_string()),
         };
         if !self.exposes(effect) {
             return Decision::Forbidden(format!(
@@ -124,9 +129,9 @@ impl Policy {
 
     /// What an approval of this call covers: every base command of a shell
     /// command line (checked against the command rules), else the tool name.
-    pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, String> {
+    pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, CommandRefusal> {
         match &call.command {
-            Some(line) => command::check(line, &self.allowed_commands).map(|p| p.bases()).map_err(|e| e.to_string()),
+            Some(line) => command::check(line, &self.allowed_commands).map(|p| p.bases()),
             None => Ok(vec![call.approval_key.clone()]),
         }
     }
@@ -139,7 +144,15 @@ impl Policy {
 
     /// Whether a path already resolved is forbidden (for listings).
     pub fn is_forbidden(&self, path: &Path) -> bool {
-        self.forbidden.iter().any(|f| path.starts_with(f))
+        paths::under_any(&self.forbidden, path)
+    }
+
+    /// The first of `args`, the arguments of a command run in `cwd`, that
+    /// names a forbidden path (see [`paths::argument_path`]).
+    pub fn forbidden_argument<'a>(&self, args: &'a [String], cwd: &Path) -> Option<&'a str> {
+        args.iter()
+            .map(String::as_str)
+            .find(|arg| paths::argument_path(arg, cwd).is_some_and(|p| self.is_forbidden(&p)))
     }
 }
 

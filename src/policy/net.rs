@@ -7,7 +7,6 @@
 //! resolved here, once, and the connection is pinned to the addresses
 //! checked, so a second DNS answer cannot point the request elsewhere.
 
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use reqwest::Url;
@@ -102,23 +101,15 @@ pub fn redacted(url: &Url) -> String {
 }
 
 /// Why a URL may not be fetched.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NetError {
     /// The rules refuse it; the message names the URL and the reason.
+    #[error("{0}")]
     Refused(String),
     /// The host name could not be resolved.
+    #[error("{0}")]
     Lookup(String),
 }
-
-impl fmt::Display for NetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NetError::Refused(m) | NetError::Lookup(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for NetError {}
 
 /// One `security.allowed_hosts` entry, normalized.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,6 @@
-//! Confinement of tool paths to the workspace.
+//! Lexical and resolved path handling for the policy: confinement of tool
+//! paths to the workspace, forbidden paths, and the paths that arguments of a
+//! shell command name. The one home of this logic: tools ask here.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -27,8 +29,7 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
         _ => raw.to_path_buf(),
     };
     let joined = if expanded.is_absolute() { expanded } else { workspace.join(expanded) };
-    let forbidden_hit = |p: &Path| forbidden.iter().any(|f| p.starts_with(f));
-    if forbidden_hit(&lexical(&joined)) {
+    if under_any(forbidden, &lexical(&joined)) {
         return Err(PathError::Forbidden { input: input.into() });
     }
 
@@ -61,10 +62,34 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
     if !full.starts_with(workspace) {
         return Err(outside());
     }
-    if forbidden_hit(&full) {
+    if under_any(forbidden, &full) {
         return Err(PathError::Forbidden { input: input.into() });
     }
     Ok(full)
+}
+
+/// Whether `path` is one of `forbidden` or lies under one (compared by components).
+pub fn under_any(forbidden: &[PathBuf], path: &Path) -> bool {
+    forbidden.iter().any(|f| path.starts_with(f))
+}
+
+/// The file an argument of a shell command names (`/x`, `./x`, `a/b`, `~/x`,
+/// `--opt=/x`), made absolute against `cwd` with `.` and `..` taken
+/// lexically, then with symlinks resolved where the path exists, so a link
+/// cannot hide a forbidden target. `None` for an argument that does not look
+/// like a path (`-la`, `README.md`).
+pub fn argument_path(arg: &str, cwd: &Path) -> Option<PathBuf> {
+    let value = arg.split_once('=').map_or(arg, |(_, v)| v);
+    let looks_like_path = value.starts_with(['/', '~', '.']) || value.contains('/');
+    if !looks_like_path || value.is_empty() {
+        return None;
+    }
+    let p = match value.strip_prefix("~") {
+        Some(rest) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(rest.trim_start_matches('/')),
+        None => cwd.join(value),
+    };
+    let out = lexical(&p);
+    Some(out.canonicalize().unwrap_or(out))
 }
 
 /// `a/b/../c` → `a/c` without touching the file system.
@@ -112,5 +137,14 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent/target", ws.join("dangling")).unwrap();
         assert!(matches!(confine(&ws, &[], "dangling"), Err(PathError::Outside { .. })));
         assert_eq!(confine(&ws, &[], "new/../a.txt").unwrap(), ws.join("a.txt"));
+    }
+
+    #[test]
+    fn recognizes_path_arguments() {
+        let ws = Path::new("/ws");
+        assert_eq!(argument_path("--file=/etc/shadow", ws), Some(PathBuf::from("/etc/shadow")));
+        assert_eq!(argument_path("./a/../b", ws), Some(PathBuf::from("/ws/b")));
+        assert_eq!(argument_path("-la", ws), None);
+        assert_eq!(argument_path("README.md", ws), None);
     }
 }

@@ -1,137 +1,200 @@
 //! When time triggers fire: cron (croner, in the trigger's IANA zone),
 //! `every` (aligned to multiples of the interval since the Unix epoch, so
 //! every process computes the same instants), and `at` (once).
+//!
+//! The one home of this arithmetic: `routines list` and `next`, the
+//! daemon's timer loop and its catch-up, and the heartbeat's beats all
+//! compute their instants here.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
 
-use super::{Routine, TimeTrigger};
+use super::{Routine, TimeKind, TimeTrigger};
 
-/// Parses 5- or 6-field cron (seconds optional), with `L`, `W`, `#` and
-/// `@daily`-style macros. Day-of-month and day-of-week combine with OR, as
-/// in Vixie cron.
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
-    CronParser::builder().seconds(Seconds::Optional).build().parse(expr).map_err(|e| e.to_string())
-}
+/// Cron instants looked at per range; a longer range (a per-second
+/// expression over weeks of downtime) is cut there.
+const MAX_STEPS: u64 = 2_000_000;
 
-const CRON_FORMAT: &str = "5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or @hourly/@daily/@weekly/@monthly/@yearly";
-
-/// Why `expr` does not parse (given croner's `error`), as a short reason and a
-/// hint: which field is wrong and what it accepts.
-pub fn explain_cron_error(expr: &str, error: &str) -> (String, String) {
-    let expr = expr.trim();
-    if let Some(name) = expr.strip_prefix('@') {
-        return (
-            format!("unknown shorthand `@{name}`"),
-            "use @yearly, @annually, @monthly, @weekly, @daily or @hourly".into(),
-        );
-    }
-    let fields: Vec<&str> = expr.split_whitespace().collect();
-    let names: &[(&str, &str)] = match fields.len() {
-        5 => &CRON_FIELDS[1..],
-        6 => &CRON_FIELDS,
-        0 => return ("the expression is empty".into(), CRON_FORMAT.into()),
-        n => return (format!("it has {n} fields"), CRON_FORMAT.into()),
-    };
-    for (i, field) in fields.iter().enumerate() {
-        let probe: Vec<&str> = (0..fields.len()).map(|j| if j == i { *field } else { "*" }).collect();
-        if parse_cron(&probe.join(" ")).is_err() {
-            let (name, accepts) = names[i];
-            return (format!("the {name} field `{field}` is not valid"), format!("{name} takes {accepts}"));
-        }
-    }
-    let why =
-        error.strip_prefix("Component error: ").or_else(|| error.strip_prefix("Invalid pattern: ")).unwrap_or(error);
-    (why.trim_end_matches('.').to_string(), CRON_FORMAT.into())
-}
-
-/// Name of each field of a 6-field expression and what it accepts.
-const CRON_FIELDS: [(&str, &str); 6] = [
-    ("second", "0-59, with `*`, `,`, `-` and `/`"),
-    ("minute", "0-59, with `*`, `,`, `-` and `/`"),
-    ("hour", "0-23, with `*`, `,`, `-` and `/`"),
-    ("day-of-month", "1-31, with `*`, `,`, `-`, `/`, `L` and `W`"),
-    ("month", "1-12 or JAN-DEC, with `*`, `,`, `-` and `/`"),
-    ("day-of-week", "0-7 or SUN-SAT (0 and 7 are Sunday), with `*`, `,`, `-`, `/`, `L` and `#`"),
-];
-
-/// One upcoming fire.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fire {
-    /// In the zone of the trigger.
+/// One instant a time trigger fires at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Occurrence {
+    /// In the zone of the trigger: a cron trigger's own, else the routine's.
     pub at: DateTime<Tz>,
-    pub kind: &'static str,
+    pub kind: TimeKind,
+}
+
+impl Occurrence {
+    /// The instant in UTC.
+    pub fn utc(&self) -> DateTime<Utc> {
+        self.at.with_timezone(&Utc)
+    }
+}
+
+/// The instants of an `every` trigger: the multiples of its interval since
+/// the Unix epoch (at least 1 ms apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Every {
+    step_ms: i64,
+}
+
+impl Every {
+    pub fn new(interval: std::time::Duration) -> Every {
+        Every { step_ms: i64::try_from(interval.as_millis()).unwrap_or(i64::MAX).max(1) }
+    }
+
+    /// The first instant strictly after `t`.
+    pub fn next_after(self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.instant(self.first_after(t))
+    }
+
+    /// The instants strictly after `t`, earliest first.
+    fn after(self, t: DateTime<Utc>) -> impl Iterator<Item = DateTime<Utc>> {
+        (self.first_after(t)..).map_while(move |k| self.instant(k))
+    }
+
+    /// The number of the first multiple strictly after `t`.
+    fn first_after(self, t: DateTime<Utc>) -> i64 {
+        t.timestamp_millis().div_euclid(self.step_ms) + 1
+    }
+
+    /// The number of the last multiple at or before `t`.
+    fn last_until(self, t: DateTime<Utc>) -> i64 {
+        t.timestamp_millis().div_euclid(self.step_ms)
+    }
+
+    /// The `k`-th multiple, if it is a representable instant.
+    fn instant(self, k: i64) -> Option<DateTime<Utc>> {
+        DateTime::<Utc>::from_timestamp_millis(k.saturating_mul(self.step_ms))
+    }
+}
+
+/// The instants of `cron` in `zone` strictly after `after`, earliest first.
+fn cron_after(cron: Cron, zone: Tz, after: DateTime<Utc>) -> impl Iterator<Item = DateTime<Tz>> {
+    let mut from = after.with_timezone(&zone);
+    std::iter::from_fn(move || {
+        let next = cron.find_next_occurrence(&from, false).ok()?;
+        from = next;
+        Some(next)
+    })
 }
 
 /// The next `n` fires of a routine's time triggers strictly after `after`,
-/// earliest first, without duplicates.
-pub fn next_fires(routine: &Routine, after: DateTime<Utc>, n: usize) -> Vec<Fire> {
-    let mut fires: Vec<Fire> = Vec::new();
+/// earliest first, without duplicates (of two triggers firing at the same
+/// instant, the first listed is shown).
+pub fn next_fires(routine: &Routine, after: DateTime<Utc>, n: usize) -> Vec<Occurrence> {
+    let mut fires: Vec<Occurrence> = Vec::new();
     for t in &routine.time_triggers {
         match t {
             TimeTrigger::Cron { zone, .. } => {
                 let Some(cron) = t.cron() else { continue };
-                let mut from = after.with_timezone(zone);
-                for _ in 0..n {
-                    match cron.find_next_occurrence(&from, false) {
-                        Ok(next) => {
-                            fires.push(Fire { at: next, kind: "cron" });
-                            from = next;
-                        }
-                        Err(_) => break,
-                    }
-                }
+                fires.extend(cron_after(cron, *zone, after).take(n).map(|at| Occurrence { at, kind: TimeKind::Cron }));
             }
             TimeTrigger::Every(every) => {
-                let step = i64::try_from(every.as_millis()).unwrap_or(i64::MAX).max(1);
-                let mut next = (after.timestamp_millis().div_euclid(step) + 1) * step;
-                for _ in 0..n {
-                    if let Some(at) = Utc.timestamp_millis_opt(next).single() {
-                        fires.push(Fire { at: at.with_timezone(&routine.zone), kind: "every" });
-                    }
-                    next = next.saturating_add(step);
-                }
+                let local =
+                    |at: DateTime<Utc>| Occurrence { at: at.with_timezone(&routine.zone), kind: TimeKind::Every };
+                fires.extend(Every::new(*every).after(after).take(n).map(local));
             }
             TimeTrigger::At(at) => {
                 if at.with_timezone(&Utc) > after {
-                    fires.push(Fire { at: at.with_timezone(&routine.zone), kind: "at" });
+                    fires.push(Occurrence { at: at.with_timezone(&routine.zone), kind: TimeKind::At });
                 }
             }
         }
     }
-    fires.sort_by_key(|f| f.at.with_timezone(&Utc));
-    fires.dedup_by_key(|f| f.at.with_timezone(&Utc));
+    fires.sort_by_key(Occurrence::utc);
+    fires.dedup_by_key(|f| f.utc());
     fires.truncate(n);
     fires
+}
+
+/// The first instant of `routine` strictly after `after`.
+pub fn next_after(routine: &Routine, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    next_fires(routine, after, 1).first().map(Occurrence::utc)
+}
+
+/// The instants of `routine`'s time triggers in `(after, until]`, oldest
+/// first, without duplicates (of two triggers firing at the same instant,
+/// the kind first by name is kept): at most the newest `keep`, and how many
+/// there are in all.
+pub fn between(routine: &Routine, after: DateTime<Utc>, until: DateTime<Utc>, keep: usize) -> (Vec<Occurrence>, u64) {
+    if until <= after {
+        return (Vec::new(), 0);
+    }
+    let mut all: Vec<Occurrence> = Vec::new();
+    let mut total: u64 = 0;
+    for t in &routine.time_triggers {
+        match t {
+            TimeTrigger::Every(every) => {
+                // Counted, not walked: a per-second trigger over weeks of
+                // downtime has millions of instants.
+                let every = Every::new(*every);
+                let (first, last) = (every.first_after(after), every.last_until(until));
+                if last < first {
+                    continue;
+                }
+                let count = u64::try_from(last - first + 1).unwrap_or(u64::MAX);
+                total = total.saturating_add(count);
+                let from = last.saturating_sub(i64::try_from(keep.min(1_000_000)).unwrap_or(i64::MAX) - 1).max(first);
+                for k in from..=last {
+                    if let Some(at) = every.instant(k) {
+                        all.push(Occurrence { at: at.with_timezone(&routine.zone), kind: TimeKind::Every });
+                    }
+                }
+            }
+            TimeTrigger::Cron { zone, .. } => {
+                let Some(cron) = t.cron() else { continue };
+                let mut found: Vec<Occurrence> = Vec::new();
+                let mut count: u64 = 0;
+                for at in cron_after(cron, *zone, after) {
+                    if at.with_timezone(&Utc) > until || count >= MAX_STEPS {
+                        break;
+                    }
+                    count += 1;
+                    found.push(Occurrence { at, kind: TimeKind::Cron });
+                    if found.len() > keep.saturating_mul(2).max(1024) {
+                        found.drain(..found.len() - keep);
+                    }
+                }
+                total = total.saturating_add(count);
+                all.extend(found);
+            }
+            TimeTrigger::At(at) => {
+                let utc = at.with_timezone(&Utc);
+                if utc > after && utc <= until {
+                    total += 1;
+                    all.push(Occurrence { at: at.with_timezone(&routine.zone), kind: TimeKind::At });
+                }
+            }
+        }
+    }
+    all.sort();
+    let before = all.len();
+    all.dedup_by_key(|i| i.utc());
+    total = total.saturating_sub((before - all.len()) as u64);
+    if all.len() > keep {
+        all.drain(..all.len() - keep);
+    }
+    (all, total)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_five_and_six_fields_and_macros() {
-        assert!(parse_cron("0 9 * * 1-5").is_ok());
-        assert!(parse_cron("30 0 9 * * 1-5").is_ok());
-        assert!(parse_cron("@daily").is_ok());
-        assert!(parse_cron("0 0 L * *").is_ok());
-        assert!(parse_cron("0 0 * * 5#2").is_ok());
-        assert!(parse_cron("61 * * * *").is_err());
-        assert!(parse_cron("* * *").is_err());
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).map(|d| d.with_timezone(&Utc)).unwrap()
     }
 
     #[test]
-    fn explains_which_field_is_wrong() {
-        let explain = |e: &str| {
-            let err = parse_cron(e).unwrap_err();
-            explain_cron_error(e, &err)
-        };
-        assert_eq!(explain("61 * * * *").0, "the minute field `61` is not valid");
-        assert_eq!(explain("0 9 * 13 *").0, "the month field `13` is not valid");
-        assert_eq!(explain("0 0 25 * * *").0, "the hour field `25` is not valid");
-        assert_eq!(explain("* * *").0, "it has 3 fields");
-        assert_eq!(explain("@fortnightly").0, "unknown shorthand `@fortnightly`");
+    fn every_counts_multiples_of_its_interval_since_the_epoch() {
+        let every = Every::new(std::time::Duration::from_secs(3600));
+        assert_eq!(every.next_after(t("2026-03-02T08:00:00Z")), Some(t("2026-03-02T09:00:00Z")));
+        assert_eq!(every.next_after(t("2026-03-02T08:59:59Z")), Some(t("2026-03-02T09:00:00Z")));
+        let after: Vec<_> = every.after(t("2026-03-02T08:30:00Z")).take(2).collect();
+        assert_eq!(after, [t("2026-03-02T09:00:00Z"), t("2026-03-02T10:00:00Z")]);
+        // A zero interval is one millisecond, never a division by zero.
+        let tiny = Every::new(std::time::Duration::ZERO);
+        assert_eq!(tiny.next_after(t("2026-03-02T08:00:00Z")), Some(t("2026-03-02T08:00:00.001Z")));
     }
 }

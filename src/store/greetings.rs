@@ -126,15 +126,7 @@ mod tests {
         let a = store.create_run(&new("2026-03-02T09:00:00Z")).unwrap();
         assert!(matches!(store.create_run(&new("2026-03-02T09:00:00Z")), Err(StoreError::DuplicateFire { .. })));
         let b = store.create_run(&new("2026-03-02T14:00:00Z")).unwrap();
-        let outcome = |status| RunOutcome {
-            status,
-            output: None,
-            error: None,
-            prompt_tokens: 0,
-            completion_tokens: 0,
-            iterations: 0,
-            reason: None,
-        };
+        let outcome = |status| RunOutcome::new(status, None);
         store.finish_run(a, &outcome(RunStatus::Succeeded)).unwrap();
         store.finish_run(b, &outcome(RunStatus::Failed)).unwrap();
         assert_eq!(store.last_greeting_sent().unwrap(), Some(t("2026-03-02T09:00:00Z")));

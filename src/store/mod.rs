@@ -12,6 +12,7 @@
 mod greetings;
 mod history;
 pub mod migrations;
+mod orphans;
 mod runs;
 mod schedule;
 mod status;
@@ -26,7 +27,8 @@ use rusqlite::types::Type;
 
 pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
-pub use runs::{EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
+pub use orphans::process_alive;
+pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
 pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 

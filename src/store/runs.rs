@@ -86,6 +86,16 @@ text_enum!(
     }
 );
 
+text_enum!(
+    /// What a run event records.
+    EventKind, "event kind", {
+        ModelCall => "model_call",
+        ToolCall => "tool_call",
+        /// Something noticed during the run; its status says what (e.g. `injection_check`).
+        Note => "note",
+    }
+);
+
 /// A run to record with [`Store::create_run`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
@@ -112,6 +122,20 @@ pub struct RunOutcome {
     pub reason: Option<&'static str>,
 }
 
+impl RunOutcome {
+    /// An end with no output and nothing counted yet: no tokens, no iterations (a run that made
+    /// no model call, or the start of one that will count them).
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        RunOutcome { status, output: None, error, prompt_tokens: 0, completion_tokens: 0, iterations: 0, reason: None }
+    }
+
+    /// A run that did not start: `skipped` for `reason` (see [`super::reason`]), `why` as its
+    /// error.
+    pub fn skipped(reason: &'static str, why: impl Into<String>) -> Self {
+        RunOutcome { reason: Some(reason), ..RunOutcome::new(RunStatus::Skipped, Some(why.into())) }
+    }
+}
+
 /// One row of `runs`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
@@ -132,10 +156,9 @@ pub struct RunRow {
 }
 
 /// An event to append with [`Store::record_event`].
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NewEvent<'a> {
-    /// `model_call`, `tool_call` or `note`.
-    pub kind: &'a str,
+    pub kind: EventKind,
     pub tool: Option<&'a str>,
     pub status: &'a str,
     pub arguments: Option<&'a str>,
@@ -153,6 +176,7 @@ pub struct EventRow {
     /// 1-based position within the run.
     pub seq: i64,
     pub at: DateTime<Utc>,
+    /// The stored text of an [`EventKind`] (see [`EventRow::event_kind`]).
     pub kind: String,
     pub tool: Option<String>,
     pub status: String,
@@ -208,6 +232,13 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<EventRow> {
         completion_tokens: row.get::<_, Option<i64>>(10)?.map(from_db_int),
         duration_ms: from_db_int(row.get(11)?),
     })
+}
+
+impl EventRow {
+    /// Its kind, if it is one this version knows.
+    pub fn event_kind(&self) -> Option<EventKind> {
+        self.kind.parse().ok()
+    }
 }
 
 fn extended_code(e: &rusqlite::Error) -> Option<i32> {
@@ -312,7 +343,7 @@ impl Store {
                 params![
                     run_id,
                     to_db_time(Utc::now()),
-                    event.kind,
+                    event.kind.as_str(),
                     event.tool,
                     event.status,
                     event.arguments,
@@ -373,6 +404,10 @@ mod tests {
         for s in RunStatus::ALL {
             assert_eq!(s.as_str().parse::<RunStatus>().unwrap(), *s);
         }
+        for k in EventKind::ALL {
+            assert_eq!(k.as_str().parse::<EventKind>().unwrap(), *k);
+        }
+        assert_eq!(EventKind::ToolCall.as_str(), "tool_call");
         assert_eq!(RunStatus::TimedOut.as_str(), "timed_out");
         assert_eq!(serde_json::to_string(&RunStatus::TimedOut).unwrap(), "\"timed_out\"");
         let err = "done".parse::<RunStatus>().unwrap_err();
@@ -478,7 +513,7 @@ mod tests {
         let a = store.create_run(&routine_run("a", None)).unwrap();
         let b = store.create_run(&routine_run("b", None)).unwrap();
         let call = NewEvent {
-            kind: "tool_call",
+            kind: EventKind::ToolCall,
             tool: Some("web_fetch"),
             status: "ok",
             arguments: Some(r#"{"url":"https://example.com"}"#),
@@ -488,12 +523,14 @@ mod tests {
             duration_ms: 87,
         };
         let model = NewEvent {
-            kind: "model_call",
+            kind: EventKind::ModelCall,
+            tool: None,
             status: "ok",
+            arguments: None,
+            detail: None,
             prompt_tokens: Some(500),
             completion_tokens: Some(40),
             duration_ms: 1500,
-            ..NewEvent::default()
         };
         let seqs = [
             store.record_event(a, &model).unwrap(),
@@ -528,7 +565,16 @@ mod tests {
     fn deleting_a_run_cascades_to_its_events() {
         let (_dir, store) = store();
         let id = store.create_run(&routine_run("a", None)).unwrap();
-        let note = NewEvent { kind: "note", status: "ok", ..NewEvent::default() };
+        let note = NewEvent {
+            kind: EventKind::Note,
+            tool: None,
+            status: "ok",
+            arguments: None,
+            detail: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            duration_ms: 0,
+        };
         store.record_event(id, &note).unwrap();
         store.with_conn(|c| c.execute("DELETE FROM runs WHERE id = ?1", [id])).unwrap();
         assert_eq!(store.run_events(id).unwrap(), Vec::new());

@@ -38,7 +38,8 @@ pub struct NewFire<'a> {
     pub trigger: &'a str,
     /// The instant, for time triggers: the identity of the fire.
     pub scheduled_for: Option<DateTime<Utc>>,
-    /// JSON of the trigger context (file path, webhook request, ...).
+    /// The trigger's context as JSON text (`routine::TriggerContext`
+    /// writes it and reads it back).
     pub context: &'a str,
     /// The run may not start before this (jitter).
     pub not_before: Option<DateTime<Utc>>,
@@ -48,6 +49,7 @@ pub struct NewFire<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuedRun {
     pub run: RunRow,
+    /// The trigger's context as JSON text (see [`NewFire::context`]).
     pub context: Option<String>,
     pub attempt: u32,
     pub not_before: Option<DateTime<Utc>>,

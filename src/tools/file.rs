@@ -6,7 +6,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::format::human_size;
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect};
 
 /// Largest file `file_read` opens.
 const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;
@@ -44,7 +46,7 @@ impl Tool for FileRead {
     }
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let path = ctx.policy.resolve_path(&args.path)?;
         tokio::task::spawn_blocking(move || read(&path, &args))
             .await
             .map_err(|e| ToolError::System(format!("reading failed: {e}")))?
@@ -117,7 +119,7 @@ impl Tool for FileList {
 
     async fn call(&self, args: FileListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args.path.clone().unwrap_or_else(|| ".".into());
-        let root = ctx.policy.resolve_path(&shown).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let root = ctx.policy.resolve_path(&shown)?;
         let meta = tokio::fs::metadata(&root).await.map_err(|e| io_failure(&shown, &e))?;
         if !meta.is_dir() {
             return Err(ToolError::failed(format!("`{shown}` is a file, not a directory; use file_read")));
@@ -178,14 +180,6 @@ fn list(root: &Path, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std:
     Ok(out)
 }
 
-fn human_size(n: u64) -> String {
-    match n {
-        0..=1023 => format!("{n} B"),
-        1024..=1_048_575 => format!("{:.1} KB", n as f64 / 1024.0),
-        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
-    }
-}
-
 fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
     match e.kind() {
         std::io::ErrorKind::NotFound => {
@@ -201,20 +195,11 @@ fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Autonomy, Language};
+    use crate::config::Autonomy;
     use crate::policy::Policy;
-    use std::sync::Arc;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            policy: Arc::new(Policy::new(Autonomy::Supervised, dir, &[dir.join("private")]).unwrap()),
-            memory: None,
-            language: Language::En,
-            facts: Default::default(),
-            redactor: Default::default(),
-            shell: Default::default(),
-        }
+        ToolContext::for_test(Policy::new(Autonomy::Supervised, dir, &[dir.join("private")]).unwrap())
     }
 
     #[tokio::test]

@@ -56,6 +56,15 @@ pub fn truncate(text: &str, max_chars: usize, lang: Language) -> String {
     format!("{head}{marker}{tail}")
 }
 
+/// A byte count as people read it: `512 B`, `1.5 KB`, `2.0 MB`.
+pub(super) fn human_size(n: u64) -> String {
+    match n {
+        0..=1023 => format!("{n} B"),
+        1024..=1_048_575 => format!("{:.1} KB", n as f64 / 1024.0),
+        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +92,13 @@ mod tests {
         assert!(out.ends_with(&text[970..]));
         assert!(truncate(&text, 200, Language::Zh).contains("已截断"));
         assert_eq!(truncate("short", 200, Language::En), "short");
+    }
+
+    #[test]
+    fn sizes_read_as_bytes_kilobytes_and_megabytes() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1536), "1.5 KB");
+        assert_eq!(human_size(2 * 1024 * 1024), "2.0 MB");
     }
 }

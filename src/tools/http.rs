@@ -16,9 +16,11 @@ use reqwest::{StatusCode, Url};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::format::human_size;
 use super::html_text::html_to_text;
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
 use crate::policy::net::{NetError, NetRules, redacted};
+use crate::policy::{CallInfo, Effect};
 
 /// Most bytes of a response body read.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -274,8 +276,8 @@ async fn respond(mut response: reqwest::Response) -> Result<String, ToolError> {
     let text = render(&essence, &content_type, &body, &url);
     let size = match (body.is_empty(), cut) {
         (true, _) => "empty body".to_string(),
-        (false, true) => format!("first {}; the rest was not read", human_size(body.len())),
-        (false, false) => human_size(body.len()),
+        (false, true) => format!("first {}; the rest was not read", human_size(body.len() as u64)),
+        (false, false) => human_size(body.len() as u64),
     };
     let described = if essence.is_empty() { size } else { format!("{essence}, {size}") };
     let line = format!("HTTP {} ({described})", status_text(status));
@@ -312,7 +314,7 @@ fn render(essence: &str, content_type: &str, body: &[u8], url: &Url) -> String {
         );
     if (!text_like && !essence.is_empty()) || sniffed_binary {
         let what = if essence.is_empty() { "binary data" } else { essence };
-        return format!("[{what}, {}: binary content, not shown]", human_size(body.len()));
+        return format!("[{what}, {}: binary content, not shown]", human_size(body.len() as u64));
     }
     let text = decode_text(content_type, body);
     let head = text.trim_start().get(..14).unwrap_or("").to_ascii_lowercase();
@@ -341,14 +343,6 @@ fn status_text(status: StatusCode) -> String {
     match status.canonical_reason() {
         Some(reason) => format!("{} {reason}", status.as_u16()),
         None => status.as_u16().to_string(),
-    }
-}
-
-fn human_size(n: usize) -> String {
-    match n {
-        0..=1023 => format!("{n} B"),
-        1024..=1_048_575 => format!("{:.1} KB", n as f64 / 1024.0),
-        _ => format!("{:.1} MB", n as f64 / 1_048_576.0),
     }
 }
 

@@ -4,8 +4,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
 use crate::memory::{Memory, MemoryError};
+use crate::policy::{CallInfo, Effect};
 
 fn memory(ctx: &ToolContext) -> Result<&Memory, ToolError> {
     ctx.memory.as_ref().ok_or_else(|| ToolError::System("memory is not available in this session".into()))

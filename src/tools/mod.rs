@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::config::{Autonomy, Language};
 use crate::llm::ToolSpec;
 use crate::memory::Memory;
-use crate::policy::Policy;
+use crate::policy::{CallInfo, Effect, PathError, Policy};
 
 pub use file::{FileList, FileRead};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
@@ -35,17 +35,6 @@ pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use self_info::SelfInfo;
 pub use shell::{Shell, ShellSettings, safe_env};
 pub use write::{FileEdit, FileWrite, write_atomic};
-
-/// What a tool may change, which decides where the policy lets it run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Effect {
-    /// Reads only.
-    ReadOnly,
-    /// Writes the agent's own memory, nothing in the workspace.
-    Memory,
-    /// Changes the workspace or the world, or destroys stored knowledge.
-    Mutating,
-}
 
 /// Why a tool call did not produce its output. Who sees what:
 /// everything but [`ToolError::Fatal`] goes back to the model as the tool
@@ -76,24 +65,10 @@ impl ToolError {
     }
 }
 
-/// What the policy and the status lines need to know about one call.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CallInfo {
-    /// Short description for status lines, e.g. the path read.
-    pub summary: String,
-    /// What an approval covers: the tool name, or for the shell the base
-    /// command (the policy fills that in from `command`).
-    pub approval_key: String,
-    /// A shell command line, checked by the command rules of the policy.
-    pub command: Option<String>,
-    /// The effect of this particular call when it differs from the tool's
-    /// (an HTTP GET reads, a POST changes the world).
-    pub effect: Option<Effect>,
-}
-
-impl CallInfo {
-    pub fn new(summary: impl Into<String>, approval_key: impl Into<String>) -> Self {
-        CallInfo { summary: summary.into(), approval_key: approval_key.into(), ..Default::default() }
+/// A path the policy refuses is a refusal the model reads.
+impl From<PathError> for ToolError {
+    fn from(e: PathError) -> Self {
+        ToolError::Refused(e.to_string())
     }
 }
 
@@ -118,6 +93,23 @@ pub struct ToolContext {
     /// Secret values to keep out of what tools store.
     pub redactor: Arc<crate::policy::Redactor>,
     pub shell: ShellSettings,
+}
+
+#[cfg(test)]
+impl ToolContext {
+    /// A context for unit tests of tools: `policy`'s workspace, no memory,
+    /// English, default shell settings.
+    pub(crate) fn for_test(policy: Policy) -> Self {
+        ToolContext {
+            workspace: policy.workspace().to_path_buf(),
+            policy: Arc::new(policy),
+            memory: None,
+            language: Language::En,
+            facts: AgentFacts::default(),
+            redactor: Default::default(),
+            shell: ShellSettings::default(),
+        }
+    }
 }
 
 /// A typed tool.

@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::Effect;
 
 pub struct SelfInfo;
 

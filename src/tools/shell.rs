@@ -7,7 +7,7 @@
 //! `agent.shell_timeout`; at the timeout, on cancellation, and after it exits,
 //! the whole group is killed, so no grandchild outlives the call.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,8 +17,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
-use crate::policy::command;
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect, command};
 
 /// Output kept from one command (stdout and stderr together).
 const MAX_OUTPUT_BYTES: usize = 256 * 1024;
@@ -53,12 +53,8 @@ impl Tool for Shell {
 
     async fn call(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let parsed = command::parse(&args.command).map_err(|e| ToolError::Refused(e.to_string()))?;
-        for arg in parsed.argv.iter().skip(1) {
-            if let Some(path) = path_argument(arg, &ctx.workspace) {
-                if ctx.policy.is_forbidden(&path) {
-                    return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
-                }
-            }
+        if let Some(arg) = ctx.policy.forbidden_argument(parsed.argv.get(1..).unwrap_or_default(), &ctx.workspace) {
+            return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
         }
         let out = run(&parsed.argv, &ctx.workspace, &ctx.shell.env, ctx.shell.timeout).await?;
         let mut text = String::from_utf8_lossy(&out.bytes).into_owned();
@@ -108,32 +104,6 @@ pub fn safe_env(home: Option<&str>, extra: &[(String, String)]) -> Vec<(String, 
     ];
     env.extend(extra.iter().cloned());
     env
-}
-
-/// An argument that names a file (`/x`, `./x`, `a/b`, `~/x`, `--opt=/x`),
-/// made absolute against the workspace without touching the disk.
-fn path_argument(arg: &str, workspace: &Path) -> Option<PathBuf> {
-    let value = arg.split_once('=').map_or(arg, |(_, v)| v);
-    let looks_like_path = value.starts_with(['/', '~', '.']) || value.contains('/');
-    if !looks_like_path || value.is_empty() {
-        return None;
-    }
-    let p = match value.strip_prefix("~") {
-        Some(rest) => PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(rest.trim_start_matches('/')),
-        None => workspace.join(value),
-    };
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    // Resolve symlinks where the path exists, so a link cannot hide a forbidden target.
-    Some(out.canonicalize().unwrap_or(out))
 }
 
 struct Output {
@@ -228,19 +198,5 @@ async fn collect(mut pipe: impl AsyncRead + Unpin, buffer: Arc<Mutex<(Vec<u8>, b
                 // Keep reading past the cap so the child never blocks on a full pipe.
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recognizes_path_arguments() {
-        let ws = Path::new("/ws");
-        assert_eq!(path_argument("--file=/etc/shadow", ws), Some(PathBuf::from("/etc/shadow")));
-        assert_eq!(path_argument("./a/../b", ws), Some(PathBuf::from("/ws/b")));
-        assert_eq!(path_argument("-la", ws), None);
-        assert_eq!(path_argument("README.md", ws), None);
     }
 }

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{CallInfo, Effect, Tool, ToolContext, ToolError};
+use super::{Tool, ToolContext, ToolError};
+use crate::policy::{CallInfo, Effect};
 
 /// Largest file these tools write or edit.
 const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
@@ -43,7 +44,7 @@ impl Tool for FileWrite {
     }
 
     async fn call(&self, args: FileWriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let path = ctx.policy.resolve_path(&args.path)?;
         if args.content.len() > MAX_WRITE_BYTES {
             return Err(ToolError::failed(format!("content is larger than {MAX_WRITE_BYTES} bytes")));
         }
@@ -99,7 +100,7 @@ impl Tool for FileEdit {
     }
 
     async fn call(&self, args: FileEditArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let path = ctx.policy.resolve_path(&args.path)?;
         if args.old_string.is_empty() {
             return Err(ToolError::InvalidArgs("old_string is empty; give the exact text to replace".into()));
         }
@@ -168,20 +169,11 @@ fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Autonomy, Language};
+    use crate::config::Autonomy;
     use crate::policy::Policy;
-    use std::sync::Arc;
 
     fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            workspace: dir.to_path_buf(),
-            policy: Arc::new(Policy::new(Autonomy::Full, dir, &[]).unwrap()),
-            memory: None,
-            language: Language::En,
-            facts: Default::default(),
-            redactor: Default::default(),
-            shell: Default::default(),
-        }
+        ToolContext::for_test(Policy::new(Autonomy::Full, dir, &[]).unwrap())
     }
 
     #[tokio::test]

@@ -409,7 +409,7 @@ fn record(store: &Store, plan: &Plan) -> i64 {
                 .record_event(
                     id,
                     &NewEvent {
-                        kind: e.kind,
+                        kind: e.kind.parse().unwrap(),
                         tool: e.tool,
                         status: e.status,
                         arguments: e.arguments.as_deref(),

@@ -1,6 +1,8 @@
 //! Tests of the file watcher with real file-system events.
 
+use super::debounce::{Change, changes_of};
 use super::*;
+use notify::event::{EventKind, ModifyKind, RemoveKind, RenameMode};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::{sleep, timeout};
 

@@ -1,6 +1,8 @@
-//! The daemon's sense of time. Instants come from an injected [`Clock`];
-//! waiting uses tokio's timer, never longer than [`MAX_SLEEP`] at a time, so
-//! a wall clock that jumps (suspend, NTP step) is noticed within a minute.
+//! The sense of time of everything that waits for an instant (the daemon's
+//! timer loop, heartbeats, greetings, delivery retries). Instants come from
+//! an injected [`Clock`]; waiting uses tokio's timer, never longer than
+//! [`MAX_SLEEP`] at a time, so a wall clock that jumps (suspend, NTP step) is
+//! noticed within a minute.
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -1,0 +1,52 @@
+//! The second look at a silent reply that a run's [`ReplyCheck`] may ask for.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Engine, RunOptions};
+use crate::agent::{Agent, AgentError, ReplyCheck, SilentToken, TurnStats};
+use crate::routine::Routine;
+use crate::store::RunDetail;
+
+/// The check of a run: the one of its options, else its routine's silent token.
+pub(super) fn check_of(routine: &Routine, opts: &RunOptions) -> Arc<dyn ReplyCheck> {
+    opts.reply_check.clone().unwrap_or_else(|| Arc::new(SilentToken(routine.spec.silent_token.clone())))
+}
+
+impl Engine {
+    /// [`Engine::attempts`], then the reply check's second look at a silent reply: a nudge
+    /// when no tool ran (small models answer the token at once), and a review after checks
+    /// (small models answer the token even after reading an ERROR line). `earlier` receives the
+    /// stats of the turns and calls before the last.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn checked_attempts(
+        &self,
+        routine: &Routine,
+        agent: &mut Agent,
+        prompt: &str,
+        run_id: i64,
+        detail: &mut RunDetail,
+        deadline: Instant,
+        check: &dyn ReplyCheck,
+        earlier: &mut TurnStats,
+    ) -> Result<String, AgentError> {
+        let mut reply = self.attempts(routine, agent, prompt, run_id, detail, deadline).await?;
+        if !check.is_silent(&reply) {
+            return Ok(reply);
+        }
+        if agent.last_turn().tool_calls == 0 && !agent.tool_specs().is_empty() {
+            if let Some(nudge) = check.nudge() {
+                *earlier = agent.last_turn();
+                reply = self.attempts(routine, agent, &nudge, run_id, detail, deadline).await?;
+            }
+        }
+        if check.is_silent(&reply) {
+            if let Some(review) = check.review(agent.last_calls()) {
+                if let Some(second) = agent.review(review, earlier).await {
+                    reply = second;
+                }
+            }
+        }
+        Ok(reply)
+    }
+}

@@ -1,0 +1,302 @@
+//! Loading routines: one per file in `routines_dir`, and inline under
+//! `routines:` in the engine config. Every problem in every file is
+//! reported; one bad routine never hides the others.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono_tz::Tz;
+
+mod deliveries;
+mod templates;
+mod triggers;
+
+use super::template::Templates;
+use super::{Routine, RoutineFile, reserved};
+use crate::config::Config;
+use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::yaml::{self, SourceMap};
+use deliveries::check_delivery;
+use templates::{check_template, check_template_file};
+use triggers::check_trigger;
+
+/// The routines that loaded, and the problems of those that did not.
+#[derive(Debug, Default)]
+pub struct LoadedRoutines {
+    pub routines: Vec<Routine>,
+    pub diagnostics: Diagnostics,
+}
+
+impl LoadedRoutines {
+    pub fn get(&self, name: &str) -> Option<&Routine> {
+        self.routines.iter().find(|r| r.name == name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.routines.iter().map(|r| r.name.as_str()).collect()
+    }
+}
+
+/// Variables every template may read.
+pub const CONTEXT_ROOTS: [&str; 5] = ["routine", "trigger", "now", "vars", "run"];
+/// Variables delivery templates may read in addition (`error` is empty
+/// unless the run failed).
+pub const DELIVERY_ROOTS: [&str; 3] = ["output", "status", "error"];
+
+/// Loads every routine of `config`: files in `routines_dir` (`*.yaml`,
+/// `*.yml`, sorted) and `inline` (from the config file, with its source).
+pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, tool_names: &[&str]) -> LoadedRoutines {
+    let templates = Templates::new(&config.templates_dir);
+    let mut out = LoadedRoutines::default();
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut hooks: BTreeMap<String, String> = BTreeMap::new();
+    let mut candidates: Vec<(RoutineFile, Locator)> = Vec::new();
+
+    if let Some((list, source)) = inline {
+        for (i, r) in list.iter().enumerate() {
+            candidates
+                .push((r.clone(), Locator { source: source.clone(), prefix: vec!["routines".into(), i.to_string()] }));
+        }
+    }
+    for path in routine_files(&config.routines_dir) {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                out.diagnostics.push(Diagnostic::new(
+                    &shown(&path, config),
+                    1,
+                    1,
+                    format!("cannot read the file: {e}"),
+                ));
+                continue;
+            }
+        };
+        match yaml::from_str::<RoutineFile>(&shown(&path, config), &text) {
+            Ok(loaded) => candidates.push((loaded.value, Locator { source: loaded.source, prefix: Vec::new() })),
+            Err(d) => out.diagnostics.extend(d),
+        }
+    }
+
+    for (spec, at) in candidates {
+        let before = out.diagnostics.len();
+        let routine = check(spec, &at, config, &templates, tool_names, &mut out.diagnostics);
+        let Some(routine) = routine.filter(|_| out.diagnostics.len() == before) else { continue };
+        if let Some(first) = seen.get(&routine.name) {
+            let (line, col) = at.locate(&["name"]);
+            out.diagnostics.push(
+                Diagnostic::new(&at.source.file, line, col, format!("routine `{}` is defined twice", routine.name))
+                    .with_hint(format!("it is already defined in {}; names must be unique", first.display())),
+            );
+            continue;
+        }
+        seen.insert(routine.name.clone(), at.source.file.clone());
+        let mut clash = false;
+        for (i, t) in routine.spec.triggers.iter().enumerate() {
+            let Some(w) = &t.webhook else { continue };
+            if let Some(other) = hooks.get(&w.path) {
+                let idx = i.to_string();
+                let (line, col) = at.locate(&["on", &idx, "webhook", "path"]);
+                out.diagnostics.push(
+                    Diagnostic::new(&at.source.file, line, col, format!("webhook path `{}` is used twice", w.path))
+                        .with_hint(format!("routine `{other}` already listens on it; give each webhook its own path")),
+                );
+                clash = true;
+            }
+        }
+        if clash {
+            continue;
+        }
+        for w in routine.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()) {
+            hooks.insert(w.path.clone(), routine.name.clone());
+        }
+        out.routines.push(routine);
+    }
+    out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
+    out
+}
+
+fn routine_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The path as a person would type it: relative to the config folder.
+fn shown(path: &Path, config: &Config) -> PathBuf {
+    path.strip_prefix(&config.base_dir).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+}
+
+/// Places diagnostics of one routine, wherever it was written.
+struct Locator {
+    source: SourceMap,
+    prefix: Vec<String>,
+}
+
+impl Locator {
+    fn path<'a>(&'a self, rel: &[&'a str]) -> Vec<&'a str> {
+        self.prefix.iter().map(String::as_str).chain(rel.iter().copied()).collect()
+    }
+
+    fn locate(&self, rel: &[&str]) -> (usize, usize) {
+        self.source.locate(&self.path(rel))
+    }
+
+    fn error(&self, rel: &[&str], message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.locate(rel);
+        Diagnostic::new(&self.source.file, line, col, message)
+    }
+
+    /// A diagnostic at the key that ends `rel` (e.g. `webhook:`), not its value.
+    fn error_key(&self, rel: &[&str], message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.source.locate_key(&self.path(rel));
+        Diagnostic::new(&self.source.file, line, col, message)
+    }
+
+    /// A diagnostic at `line`:`col` inside the string value at `rel` (a template).
+    fn error_in(&self, rel: &[&str], line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+        let (line, col) = self.source.locate_in_value(&self.path(rel), line, col);
+        Diagnostic::new(&self.source.file, line, col, message)
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+fn check(
+    spec: RoutineFile,
+    at: &Locator,
+    config: &Config,
+    templates: &Templates,
+    tool_names: &[&str],
+    diags: &mut Diagnostics,
+) -> Option<Routine> {
+    let shown_dir = shown(templates.dir(), config).display().to_string();
+    let name = match &spec.name {
+        Some(n) => n.clone(),
+        None if at.prefix.is_empty() => {
+            at.source.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        }
+        None => {
+            diags.push(
+                at.error(&[], "an inline routine needs a `name`")
+                    .with_hint("add e.g. `name: daily-report` (lowercase letters, digits, `-` and `_`)"),
+            );
+            return None;
+        }
+    };
+    if !valid_name(&name) {
+        diags.push(
+            at.error(&["name"], format!("`{name}` is not a valid routine name"))
+                .with_hint("use lowercase letters, digits, `-` and `_`, starting with a letter or digit"),
+        );
+    }
+    if reserved::RUN_NAMES.contains(&name.as_str()) {
+        diags.push(at.error(&["name"], format!("the name `{name}` belongs to the built-in {name}'s runs")).with_hint(
+            "choose another name; heartbeats and greetings are configured under `heartbeat:` in routines.yaml",
+        ));
+    }
+
+    // The prompt.
+    match (&spec.prompt, &spec.prompt_template) {
+        (None, None) => diags.push(
+            at.error(&[], format!("routine `{name}` has no prompt"))
+                .with_hint("add `prompt: |` with the task, or `prompt_template: FILE` from the templates folder"),
+        ),
+        (Some(_), Some(_)) => diags.push(
+            at.error(&["prompt_template"], "both `prompt` and `prompt_template` are set").with_hint("keep one of them"),
+        ),
+        (Some(p), None) => check_template(templates, at, &["prompt"], p, &CONTEXT_ROOTS, diags),
+        (None, Some(file)) => check_template_file(templates, &shown_dir, at, &["prompt_template"], file, diags),
+    }
+
+    // Triggers.
+    let mut time_triggers = Vec::new();
+    for (i, t) in spec.triggers.iter().enumerate() {
+        let idx = i.to_string();
+        if let Some(tt) = check_trigger(t, &["on", &idx], at, config.timezone, diags) {
+            time_triggers.push(tt);
+        }
+    }
+
+    // Agent overrides.
+    let a = &spec.agent;
+    if let Some(tools) = &a.tools {
+        for (i, tool) in tools.iter().enumerate() {
+            if !tool_names.contains(&tool.as_str()) {
+                let idx = i.to_string();
+                let hint = match did_you_mean(tool, tool_names.iter().copied()) {
+                    Some(best) => format!("did you mean `{best}`?"),
+                    None => format!("tools: {}", tool_names.join(", ")),
+                };
+                diags.push(at.error(&["agent", "tools", &idx], format!("unknown tool `{tool}`")).with_hint(hint));
+            }
+        }
+    }
+    if let Some(t) = a.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            diags.push(
+                at.error(&["agent", "temperature"], format!("temperature {t} is out of range"))
+                    .with_hint("use a value from 0 to 2"),
+            );
+        }
+    }
+    if a.max_iterations == Some(0) {
+        diags.push(
+            at.error(&["agent", "max_iterations"], "max_iterations must be at least 1")
+                .with_hint("it counts model calls per run; the engine default is 10"),
+        );
+    }
+    for (i, c) in a.allow_commands.iter().enumerate() {
+        if c.trim().is_empty() || c.contains(char::is_whitespace) {
+            let idx = i.to_string();
+            diags.push(
+                at.error(&["agent", "allow_commands", &idx], format!("`{c}` is not a command name"))
+                    .with_hint("list base commands such as git or ls; arguments are not part of an approval"),
+            );
+        }
+    }
+    if spec.retry.attempts == 0 {
+        diags.push(
+            at.error(&["retry", "attempts"], "`retry.attempts` must be at least 1")
+                .with_hint("it counts the first attempt too: 1 means no retry"),
+        );
+    }
+    if spec.timeout.get().is_zero() {
+        diags.push(at.error(&["timeout"], "timeout must be longer than 0s").with_hint("e.g. timeout: 10m"));
+    }
+    if spec.silent_token.trim().is_empty() {
+        diags.push(
+            at.error(&["silent_token"], "silent_token is empty")
+                .with_hint("leave it out for the default NO_REPLY, or set a word the model can reply with"),
+        );
+    }
+
+    // Deliveries.
+    for (list_key, list) in [("deliver", &spec.deliver), ("on_failure", &spec.on_failure.deliver)] {
+        for (i, target) in list.iter().enumerate() {
+            let idx = i.to_string();
+            let base: Vec<&str> =
+                if list_key == "deliver" { vec!["deliver", &idx] } else { vec!["on_failure", "deliver", &idx] };
+            check_delivery(target, &base, at, templates, &shown_dir, diags);
+        }
+    }
+
+    let zone = spec
+        .triggers
+        .iter()
+        .find_map(|t| t.timezone.as_deref().and_then(|z| z.parse::<Tz>().ok()))
+        .unwrap_or(config.timezone);
+    // A daemon may hold thousands of routines: no spare capacity.
+    let mut spec = spec;
+    spec.triggers.shrink_to_fit();
+    time_triggers.shrink_to_fit();
+    Some(Routine { name, file: at.source.file.clone(), zone, spec, time_triggers })
+}

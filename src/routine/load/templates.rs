@@ -1,0 +1,168 @@
+//! Checks of the templates a routine names: syntax, variables the context
+//! does not have (placed at their first use inside the template), and
+//! template files that do not exist.
+
+use std::path::Path;
+
+use super::Locator;
+use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::routine::template::{TemplateError, Templates};
+use crate::yaml::display_path;
+
+const SYNTAX_HINT: &str = "close every `{{` with `}}` and `{%` with `%}`, and end each `{% if %}`/`{% for %}` with `{% endif %}`/`{% endfor %}`";
+
+/// Line and column (1-based) of the first use of the variable `root` in a
+/// template source: the identifier standing alone, not part of another name.
+fn first_use(source: &str, root: &str) -> Option<(usize, usize)> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = source[from..].find(root).map(|i| i + from) {
+        let before = source[..i].chars().next_back();
+        let after = source[i + root.len()..].chars().next();
+        if !before.is_some_and(|c| is_ident(c) || c == '.') && !after.is_some_and(is_ident) {
+            let line = source[..i].matches('\n').count() + 1;
+            let line_start = source[..i].rfind('\n').map_or(0, |n| n + 1);
+            return Some((line, source[line_start..i].chars().count() + 1));
+        }
+        from = i + root.len();
+    }
+    None
+}
+
+/// Column (1-based) of the first non-blank character of `line` (1-based) in `source`.
+fn line_start_col(source: &str, line: usize) -> usize {
+    source.lines().nth(line.saturating_sub(1)).map_or(1, |l| l.chars().take_while(|c| c.is_whitespace()).count() + 1)
+}
+
+/// Checks the template `source` written at `rel`: syntax, and variables
+/// outside `roots` or fields the fixed context objects do not have.
+pub(super) fn check_template(
+    templates: &Templates,
+    at: &Locator,
+    rel: &[&str],
+    source: &str,
+    roots: &[&str],
+    diags: &mut Diagnostics,
+) {
+    let label = display_path(rel);
+    match templates.check(&label, source) {
+        Ok(()) => {}
+        Err(TemplateError::Syntax { line, message, .. }) => {
+            diags.push(
+                at.error_in(
+                    rel,
+                    line,
+                    line_start_col(source, line),
+                    format!("syntax error in template `{label}`: {message}"),
+                )
+                .with_hint(SYNTAX_HINT),
+            );
+            return;
+        }
+        Err(e) => {
+            diags.push(at.error(rel, e.to_string()));
+            return;
+        }
+    }
+    if let Ok(vars) = templates.variables(&label, source) {
+        let mut reported: Vec<&str> = Vec::new();
+        for v in &vars {
+            let root = v.split('.').next().unwrap_or(v);
+            if let Some(d) = unknown_field(at, rel, &label, source, v) {
+                diags.push(d);
+                continue;
+            }
+            if roots.contains(&root) || reported.contains(&root) {
+                continue;
+            }
+            reported.push(root);
+            let hint = match did_you_mean(root, roots.iter().copied()) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("templates can use: {}", roots.join(", ")),
+            };
+            let message = format!("template `{label}` uses `{v}`, which is not defined");
+            let d = match first_use(source, root) {
+                Some((line, col)) => at.error_in(rel, line, col, message),
+                None => at.error(rel, message),
+            };
+            diags.push(d.with_hint(hint));
+        }
+    }
+}
+
+/// Fields of the context objects whose shape is fixed (SPEC §4).
+const FIXED_FIELDS: [(&str, &[&str]); 2] = [("routine", &["name", "description"]), ("run", &["id", "attempt"])];
+
+/// `routine.nmae` and the like: a field that the fixed objects never have.
+fn unknown_field(at: &Locator, rel: &[&str], label: &str, source: &str, var: &str) -> Option<Diagnostic> {
+    let mut segs = var.split('.');
+    let (root, field) = (segs.next()?, segs.next()?);
+    let (_, fields) = FIXED_FIELDS.iter().find(|(r, _)| *r == root)?;
+    if fields.contains(&field) {
+        return None;
+    }
+    let hint = match did_you_mean(field, fields.iter().copied()) {
+        Some(best) => format!("did you mean `{root}.{best}`?"),
+        None => format!("`{root}` has: {}", fields.join(", ")),
+    };
+    let message = format!("template `{label}` uses `{root}.{field}`, which is not defined");
+    let d = match first_use(source, &format!("{root}.{field}")) {
+        Some((line, col)) => at.error_in(rel, line, col, message),
+        None => at.error(rel, message),
+    };
+    Some(d.with_hint(hint))
+}
+
+/// A template file named at `rel` (`prompt_template`, a delivery `template`).
+pub(super) fn check_template_file(
+    templates: &Templates,
+    shown_dir: &str,
+    at: &Locator,
+    rel: &[&str],
+    file: &str,
+    diags: &mut Diagnostics,
+) {
+    let field = display_path(rel);
+    let d = match templates.check_file(file) {
+        Ok(()) => return,
+        Err(TemplateError::NotFound { name, .. }) if name == file => {
+            let existing = template_names(templates.dir());
+            let hint = match did_you_mean(file, existing.iter().map(String::as_str)) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("create {shown_dir}/{file}, or fix the name (it is relative to templates_dir)"),
+            };
+            at.error(rel, format!("`{field}`: template file `{file}` does not exist in {shown_dir}/")).with_hint(hint)
+        }
+        Err(TemplateError::NotFound { name, .. }) => at
+            .error(rel, format!("`{field}`: template `{file}` includes `{name}`, which does not exist in {shown_dir}/"))
+            .with_hint(format!("create {shown_dir}/{name}, or fix the include")),
+        Err(e @ TemplateError::Syntax { .. }) => {
+            at.error(rel, format!("`{field}`: syntax error: {e}")).with_hint(SYNTAX_HINT)
+        }
+        Err(e) => at.error(rel, format!("`{field}`: {e}")).with_hint("template names are relative to templates_dir"),
+    };
+    diags.push(d);
+}
+
+/// Files in the templates folder (and one level of subfolders), as template names.
+fn template_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return names };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if path.is_file() {
+            names.push(name);
+        } else if path.is_dir() {
+            if let Ok(sub) = std::fs::read_dir(&path) {
+                names.extend(
+                    sub.filter_map(Result::ok)
+                        .filter(|s| s.path().is_file())
+                        .map(|s| format!("{name}/{}", s.file_name().to_string_lossy())),
+                );
+            }
+        }
+    }
+    names.sort();
+    names
+}
