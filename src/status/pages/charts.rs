@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use serde::Serialize;
 
 use super::{STATUS_ORDER, blocking, render, runs_of};
+use crate::routine::reserved::RUN_NAMES;
 use crate::status::svg::{self, Chart, Column, Segment, Spread};
 use crate::status::{Inner, StatusError, StatusState, format};
 use crate::store::DayStatusCount;
@@ -19,9 +20,6 @@ pub const DAYS: u64 = 14;
 /// The newest runs of each routine in the window that the durations are
 /// taken from.
 pub const DURATION_RUNS: usize = 200;
-
-/// Reserved routine names of the built-in runs, charted when they ran.
-const BUILT_IN: [&str; 2] = ["heartbeat", "greeting"];
 
 #[derive(Debug, Serialize)]
 struct View {
@@ -143,7 +141,9 @@ fn view(inner: &Inner) -> Result<View, StatusError> {
 
     let since = instants.first().copied().unwrap_or(now);
     let mut names: Vec<String> = inner.routines.snapshot().iter().map(|r| r.name.clone()).collect();
-    names.extend(BUILT_IN.iter().filter(|b| !names.iter().any(|n| n == *b)).map(|b| b.to_string()).collect::<Vec<_>>());
+    // Heartbeats and greetings are runs under reserved names; charted when they ran.
+    let built_in = RUN_NAMES.iter().filter(|b| !names.iter().any(|n| n == *b)).map(|b| b.to_string());
+    names.extend(built_in.collect::<Vec<_>>());
     let mut spreads = Vec::new();
     let mut durations = Vec::new();
     for name in names {
