@@ -13,6 +13,7 @@ pub mod llm;
 pub mod memory;
 pub mod policy;
 pub mod routine;
+pub mod sandbox;
 pub mod store;
 pub mod tools;
 pub mod yaml;
