@@ -188,10 +188,12 @@ impl Sandbox {
                     lock.sweep();
                     let resolved = policy::resolve(policy)?;
                     for step in &resolved.steps {
-                        let path = step.path();
-                        let placeholder = matches!(step, policy::Step::Missing(_));
-                        if placeholder || (matches!(step, policy::Step::Protect(_)) && lock.is_registered(path)) {
-                            lock.claim(path, &mut guard)?;
+                        match step {
+                            policy::Step::Missing(path) => lock.create(path, &mut guard)?,
+                            policy::Step::Protect(path) if lock.is_placeholder(path) => {
+                                lock.rely_on(path, &mut guard)?
+                            }
+                            _ => {}
                         }
                     }
                     resolved

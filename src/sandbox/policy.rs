@@ -24,6 +24,7 @@ pub struct SandboxPolicy {
     pub read_only: Vec<PathBuf>,
     /// Paths the command must not see: home folders, `security.forbidden_paths`.
     /// A hidden folder looks empty, a hidden file looks empty; neither is writable.
+    /// A writable root inside a hidden folder (or equal to one) stays visible.
     pub hidden: Vec<PathBuf>,
     /// Whether the command may use the network.
     pub network: bool,
@@ -148,7 +149,9 @@ pub(crate) fn resolve(policy: &SandboxPolicy) -> Result<Resolved, SandboxError> 
             Err(e) if e.kind() == io::ErrorKind::NotFound => lexical,
             Err(e) => return Err(SandboxError::io(format!("cannot resolve `{}`", lexical.display()), e)),
         };
-        if !hidden.contains(&resolved) {
+        // A writable root named as hidden too (the workspace is the home
+        // folder) stays usable: being writable was asked for explicitly.
+        if !hidden.contains(&resolved) && !roots.iter().any(|(_, c)| *c == resolved) {
             hidden.push(resolved);
         }
     }

@@ -208,6 +208,17 @@ fn a_carve_out_behind_a_symlink_in_the_workspace_is_refused() {
 }
 
 #[test]
+fn a_workspace_that_is_a_hidden_folder_stays_usable() {
+    let fx = Fixture::new();
+    let mut policy = fx.policy();
+    policy.hidden.push(fx.ws.clone());
+    policy.hidden.push(fx.ws.join("secrets"));
+    let resolved = resolve(&policy).unwrap();
+    assert!(!resolved.hidden.contains(&fx.ws));
+    assert!(resolved.hidden.contains(&fx.ws.join("secrets")));
+}
+
+#[test]
 fn missing_writable_roots_and_working_folders_are_refused() {
     let fx = Fixture::new();
     let mut policy = fx.policy();
@@ -261,43 +272,71 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
 }
 
 #[test]
-fn the_last_call_out_removes_a_placeholder_and_a_crash_leaves_none_for_long() {
+fn the_last_call_out_removes_a_placeholder_and_a_users_file_is_kept() {
     let fx = Fixture::new();
     let registry = Registry::open_at(fx.base.join("registry")).unwrap();
     let placeholder = fx.ws.join("AGENT.md");
     let (mut first, mut second) = (CallGuard::default(), CallGuard::default());
     {
         let lock = registry.lock().unwrap();
-        lock.claim(&placeholder, &mut first).unwrap();
-        lock.claim(&placeholder, &mut second).unwrap();
+        lock.create(&placeholder, &mut first).unwrap();
+        assert!(lock.is_placeholder(&placeholder));
+        lock.rely_on(&placeholder, &mut second).unwrap();
     }
-    // bubblewrap makes the mount point.
-    fs::write(&placeholder, "").unwrap();
+    assert_eq!(fs::metadata(&placeholder).unwrap().len(), 0);
     drop(first);
     assert!(placeholder.exists(), "removed while another call relies on it");
     assert_eq!(second.holds(), 1);
     drop(second);
     assert!(!placeholder.exists());
 
-    // A crashed process: its marker names a pid that is not alive.
+    // A sweep leaves a placeholder that a live call holds.
+    let mut live = CallGuard::default();
+    registry.lock().unwrap().create(&placeholder, &mut live).unwrap();
+    registry.lock().unwrap().sweep();
+    assert!(placeholder.exists(), "swept while a call holds it");
+    drop(live);
+    assert!(!placeholder.exists());
+
+    // A file the user put there in the meantime is not the placeholder and is kept.
+    let mut call = CallGuard::default();
     fs::write(&placeholder, "").unwrap();
-    let mut crashed = CallGuard::default();
-    registry.lock().unwrap().claim(&placeholder, &mut crashed).unwrap();
-    let slot = fx.base.join("registry/mounts");
-    let slot = fs::read_dir(slot).unwrap().next().unwrap().unwrap().path();
-    let marker = fs::read_dir(&slot).unwrap().flatten().find(|e| e.file_name() != "path").unwrap().path();
-    fs::rename(&marker, slot.join(format!("{}.0", i32::MAX))).unwrap();
-    std::mem::forget(crashed);
+    registry.lock().unwrap().rely_on(&placeholder, &mut call).unwrap();
+    drop(call);
+    assert!(placeholder.exists());
+}
+
+#[test]
+fn a_placeholder_left_by_a_dead_process_is_swept() {
+    let fx = Fixture::new();
+    let dir = fx.base.join("registry");
+    let placeholder = fx.ws.join("HEARTBEAT.md");
+    // A child process makes the placeholder and dies without cleaning up.
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "sandbox::tests::leave_a_placeholder_behind", "--nocapture", "--include-ignored"])
+        .env("ROUTINES_SANDBOX_TEST_REGISTRY", &dir)
+        .env("ROUTINES_SANDBOX_TEST_PLACEHOLDER", &placeholder)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(placeholder.exists(), "the child did not leave its placeholder");
+    let registry = Registry::open_at(dir).unwrap();
     registry.lock().unwrap().sweep();
     assert!(!placeholder.exists());
-    assert!(!slot.exists());
+}
 
-    // A file the user wrote in the meantime is kept.
-    fs::write(&placeholder, "mine").unwrap();
-    let mut call = CallGuard::default();
-    registry.lock().unwrap().claim(&placeholder, &mut call).unwrap();
-    drop(call);
-    assert_eq!(fs::read_to_string(&placeholder).unwrap(), "mine");
+/// Run by `a_placeholder_left_by_a_dead_process_is_swept` in a child process.
+#[test]
+fn leave_a_placeholder_behind() {
+    let (Some(dir), Some(path)) =
+        (std::env::var_os("ROUTINES_SANDBOX_TEST_REGISTRY"), std::env::var_os("ROUTINES_SANDBOX_TEST_PLACEHOLDER"))
+    else {
+        return;
+    };
+    let registry = Registry::open_at(dir.into()).unwrap();
+    let mut guard = CallGuard::default();
+    registry.lock().unwrap().create(Path::new(&path), &mut guard).unwrap();
+    std::process::exit(0);
 }
 
 #[test]
