@@ -185,6 +185,31 @@ pub(super) async fn loopback_needs_network(sandbox: &Sandbox) {
     assert_eq!(got, "hello\n");
 }
 
+pub(super) async fn udp_needs_network(sandbox: &Sandbox) {
+    if !Path::new("/bin/bash").exists() {
+        eprintln!("skipped: the network test needs /bin/bash for /dev/udp");
+        return;
+    }
+    let fx = Fixture::new();
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let script = format!("bash -c 'echo datagram > /dev/udp/127.0.0.1/{port}' && echo sent");
+    // (In a network namespace the send itself succeeds: to the sandbox's own loopback.)
+    sh(sandbox, &fx.policy(), &script).await;
+    let mut buf = [0u8; 64];
+    // A datagram that reached the host before the command ended would be queued by now.
+    assert_eq!(socket.recv(&mut buf).unwrap_err().kind(), ErrorKind::WouldBlock);
+
+    let mut policy = fx.policy();
+    policy.network = true;
+    let output = sh(sandbox, &policy, &script).await;
+    assert!(text(&output.stdout).contains("sent"), "stderr: {}", text(&output.stderr));
+    socket.set_nonblocking(false).unwrap();
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"datagram\n");
+}
+
 pub(super) async fn the_environment_is_exactly_the_policys(sandbox: &Sandbox, extra: &[&str]) {
     let fx = Fixture::new();
     let policy = fx.policy();

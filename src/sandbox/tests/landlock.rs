@@ -36,6 +36,7 @@ shared!(
     hidden_paths_are_unreadable,
     the_engines_environment_is_out_of_reach,
     loopback_needs_network,
+    udp_needs_network,
     workspace_work_goes_through,
     exit_codes_and_output_pass_through,
 );
