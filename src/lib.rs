@@ -14,6 +14,8 @@ pub mod llm;
 pub mod memory;
 pub mod policy;
 pub mod routine;
+pub mod sandbox;
+pub mod status;
 pub mod store;
 pub mod tools;
 pub mod yaml;

@@ -13,12 +13,75 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
-pub const MIGRATIONS: &[(i64, &str)] = &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS)];
+pub const MIGRATIONS: &[(i64, &str)] =
+    &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS), (5, V5_STATUS_PAGE)];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// What the status page reads (SPEC §11), each answered without reading
+/// run rows one by one, also at 100,000 runs:
+/// - `routine_state`: whether a routine is paused (a routine without a row
+///   is active);
+/// - `runs_by_routine` also carries the status and times, so a routine's
+///   recent runs (sparklines, durations, the list filtered by routine and
+///   status) never read the table rows, which hold prompts and outputs;
+/// - `run_hours`: runs and tokens per UTC hour and status, kept by
+///   triggers on every write to `runs` (an insert, a status change, a
+///   deletion by pruning), so the charts add up 14 days from a few hundred
+///   rows instead of tens of thousands. Chat runs are not counted.
+const V5_STATUS_PAGE: &str = r#"
+CREATE TABLE routine_state (
+    routine     TEXT PRIMARY KEY,
+    paused_at   TEXT,                        -- set while the routine is paused
+    updated_at  TEXT NOT NULL
+);
+
+DROP INDEX runs_by_routine;
+CREATE INDEX runs_by_routine ON runs (routine, id, status, created_at, started_at, finished_at);
+
+CREATE TABLE run_hours (
+    hour              TEXT NOT NULL,         -- the UTC hour of created_at: 2025-01-31T08
+    status            TEXT NOT NULL,
+    runs              INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    PRIMARY KEY (hour, status)
+) WITHOUT ROWID;
+
+INSERT INTO run_hours (hour, status, runs, prompt_tokens, completion_tokens)
+SELECT substr(created_at, 1, 13), status, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens)
+FROM runs WHERE kind != 'chat' GROUP BY 1, 2;
+
+CREATE TRIGGER run_hours_insert AFTER INSERT ON runs WHEN new.kind != 'chat' BEGIN
+    INSERT INTO run_hours (hour, status, runs, prompt_tokens, completion_tokens)
+    VALUES (substr(new.created_at, 1, 13), new.status, 1, new.prompt_tokens, new.completion_tokens)
+    ON CONFLICT (hour, status) DO UPDATE SET runs = runs + 1,
+        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+        completion_tokens = completion_tokens + excluded.completion_tokens;
+END;
+
+CREATE TRIGGER run_hours_delete AFTER DELETE ON runs WHEN old.kind != 'chat' BEGIN
+    UPDATE run_hours SET runs = runs - 1, prompt_tokens = prompt_tokens - old.prompt_tokens,
+        completion_tokens = completion_tokens - old.completion_tokens
+    WHERE hour = substr(old.created_at, 1, 13) AND status = old.status;
+END;
+
+CREATE TRIGGER run_hours_update AFTER UPDATE OF kind, status, created_at, prompt_tokens, completion_tokens ON runs
+BEGIN
+    UPDATE run_hours SET runs = runs - 1, prompt_tokens = prompt_tokens - old.prompt_tokens,
+        completion_tokens = completion_tokens - old.completion_tokens
+    WHERE old.kind != 'chat' AND hour = substr(old.created_at, 1, 13) AND status = old.status;
+    INSERT INTO run_hours (hour, status, runs, prompt_tokens, completion_tokens)
+    SELECT substr(new.created_at, 1, 13), new.status, 1, new.prompt_tokens, new.completion_tokens
+    WHERE new.kind != 'chat'
+    ON CONFLICT (hour, status) DO UPDATE SET runs = runs + 1,
+        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+        completion_tokens = completion_tokens + excluded.completion_tokens;
+END;
+"#;
 
 /// The greeting times of each day, decided once and kept, so a restarted
 /// daemon keeps the day's plan instead of drawing new times.

@@ -15,6 +15,7 @@ pub mod migrations;
 mod orphans;
 mod runs;
 mod schedule;
+mod status;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,7 @@ pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter
 pub use orphans::process_alive;
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
+pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 
 /// How long a statement waits for another process's lock before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -228,7 +230,9 @@ mod tests {
                 "greeting_plans",
                 "memories",
                 "memories_fts",
+                "routine_state",
                 "run_events",
+                "run_hours",
                 "runs",
                 "schedule_state",
                 "schema_migrations",

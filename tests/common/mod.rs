@@ -2,13 +2,18 @@
 //! - [`Routines`]: a project folder and the `routines` binary run in it ([`cli`]);
 //! - [`Harness`]: the agent in-process, on a real store ([`harness`]);
 //! - [`mock_llm`]: a scripted OpenAI-compatible model server; [`smtp`]: a real SMTP server;
-//! - [`wait`]: waiting on an event with a deadline; [`os`]: processes and ports.
+//! - [`wait`]: waiting on an event with a deadline; [`os`]: processes and ports;
+//! - [`browser`]: headless Chromium through chromedriver; [`status_site`]: the status page
+//!   serving two weeks of runs recorded by [`status_seed`].
 
+pub mod browser;
 pub mod cli;
 pub mod harness;
 pub mod mock_llm;
 pub mod os;
 pub mod smtp;
+pub mod status_seed;
+pub mod status_site;
 pub mod wait;
 
 use std::path::Path;

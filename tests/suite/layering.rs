@@ -19,8 +19,8 @@ struct Layer {
     arrows: &'static [(&'static str, &'static [&'static str])],
 }
 
-/// Top to bottom. Modules that other work will add (`eval`, `status`,
-/// `skills`, `sandbox`) have their place already.
+/// Top to bottom. Modules that other work will add (`eval`, `skills`) have
+/// their place already.
 const LAYERS: &[Layer] = &[
     Layer {
         name: "commands",
@@ -32,12 +32,12 @@ const LAYERS: &[Layer] = &[
     Layer { name: "stages", modules: &["agent", "delivery"], arrows: &[] },
     Layer {
         name: "capabilities",
-        modules: &["tools", "skills", "llm", "policy", "routine", "memory", "sandbox"],
+        modules: &["tools", "skills", "llm", "policy", "routine", "memory"],
         arrows: &[("tools", &["policy", "llm", "memory"])],
     },
     Layer {
         name: "foundation",
-        modules: &["config", "store", "clock", "diag", "yaml"],
+        modules: &["config", "store", "clock", "diag", "yaml", "sandbox"],
         arrows: &[("config", &["yaml", "diag"]), ("yaml", &["diag"])],
     },
 ];

@@ -17,3 +17,4 @@ mod routines_cli;
 mod routines_validate;
 mod security;
 mod snapshots;
+mod status_page;
