@@ -13,7 +13,6 @@ use routines::memory::Memory;
 use routines::policy::Redactor;
 use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
-use routines::tools::Registry;
 
 use crate::cli::{Cli, Command};
 use crate::commands;
@@ -54,14 +53,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Deliver { retry: _, json } => commands::deliver::retry(config, json).await,
         Command::Chat => crate::chat::run(config).await,
+        Command::Skills { name, json } => commands::skills::run(&config, name.as_deref(), json),
         Command::Daemon => commands::daemon::run(config).await,
         Command::Heartbeat { force, greeting, json } => commands::heartbeat::run(config, force, greeting, json).await,
     }
 }
 
-/// Names of the built-in tools, for validating `agent.tools`.
+/// Names of every tool, for validating `agent.tools`.
 pub fn tool_names() -> Vec<&'static str> {
-    Registry::builtin().names()
+    routines::tools::tool_names()
 }
 
 /// Every routine of the config, valid ones and the problems of the others.

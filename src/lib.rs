@@ -14,6 +14,7 @@ pub mod llm;
 pub mod memory;
 pub mod policy;
 pub mod routine;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod yaml;

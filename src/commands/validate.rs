@@ -1,4 +1,5 @@
-//! `routines validate`: every problem of the config and every routine.
+//! `routines validate`: every problem of the config, every routine and every skill. Warnings
+//! (a skill naming a tool its routine lacks) are printed too but leave the exit code at 0.
 
 use std::process::ExitCode;
 
@@ -6,15 +7,22 @@ use routines::config::Config;
 
 pub fn run(config: &Config) -> anyhow::Result<ExitCode> {
     let loaded = crate::app::routines(config);
-    if loaded.diagnostics.is_empty() {
-        let n = loaded.routines.len();
-        eprintln!("ok: the config and {n} routine{} are valid", if n == 1 { "" } else { "s" });
-        return Ok(ExitCode::SUCCESS);
-    }
-    for d in &loaded.diagnostics.0 {
+    let mut all = loaded.diagnostics.clone();
+    all.extend(loaded.warnings.clone());
+    for d in &all.sorted().0 {
         println!("{d}");
     }
+    let warnings = match loaded.warnings.len() {
+        0 => String::new(),
+        1 => " (1 warning)".into(),
+        n => format!(" ({n} warnings)"),
+    };
+    if loaded.diagnostics.is_empty() {
+        let n = loaded.routines.len();
+        eprintln!("ok: the config and {n} routine{} are valid{warnings}", if n == 1 { "" } else { "s" });
+        return Ok(ExitCode::SUCCESS);
+    }
     let n = loaded.diagnostics.len();
-    eprintln!("error: {n} problem{} found", if n == 1 { "" } else { "s" });
+    eprintln!("error: {n} problem{} found{warnings}", if n == 1 { "" } else { "s" });
     Ok(ExitCode::from(2))
 }
