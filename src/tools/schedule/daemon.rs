@@ -15,7 +15,9 @@ pub fn daemon_running(data_dir: &Path) -> bool {
     let Ok(file) = std::fs::File::open(&path) else { return false };
     let Ok(meta) = file.metadata() else { return false };
     if let Ok(locks) = std::fs::read_to_string("/proc/locks") {
-        return held_in(&locks, meta.dev(), meta.ino());
+        // The daemon writes its process id into the file.
+        let pid = std::fs::read_to_string(&path).ok().and_then(|t| t.trim().parse::<u32>().ok());
+        return held_in(&locks, pid, meta.dev(), meta.ino());
     }
     // SAFETY: flock on a descriptor this function owns; it touches no memory.
     let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
@@ -27,12 +29,18 @@ pub fn daemon_running(data_dir: &Path) -> bool {
     std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK)
 }
 
-/// Whether `/proc/locks` lists a `flock` on the file with device `dev` and inode `ino`.
-fn held_in(locks: &str, dev: u64, ino: u64) -> bool {
-    let id = format!("{:02x}:{:02x}:{ino}", libc::major(dev), libc::minor(dev));
+/// Whether `/proc/locks` lists a `flock` on the file with inode `ino`, held by process `pid`
+/// or on device `dev`. The process id covers file systems whose `stat` device differs from the
+/// one the kernel's table shows (btrfs subvolumes, overlays).
+fn held_in(locks: &str, pid: Option<u32>, dev: u64, ino: u64) -> bool {
+    let device = format!("{:02x}:{:02x}", libc::major(dev), libc::minor(dev));
     locks.lines().any(|line| {
         let fields: Vec<&str> = line.split_whitespace().filter(|f| *f != "->").collect();
-        fields.get(1) == Some(&"FLOCK") && fields.get(5) == Some(&id.as_str())
+        let (Some(&"FLOCK"), Some(holder), Some(id)) = (fields.get(1), fields.get(4), fields.get(5)) else {
+            return false;
+        };
+        let Some((on, inode)) = id.rsplit_once(':') else { return false };
+        inode == ino.to_string() && (on == device || pid.is_some_and(|p| holder.parse() == Ok(p)))
     })
 }
 
@@ -57,9 +65,12 @@ mod tests {
     fn reads_the_kernel_lock_table() {
         let table = "1: FLOCK  ADVISORY  WRITE 4242 fd:01:917 0 EOF\n2: POSIX  ADVISORY  WRITE 7 08:02:917 0 EOF\n3: -> FLOCK  ADVISORY  WRITE 9 08:02:55 0 EOF\n";
         let dev = |major: u32, minor: u32| libc::makedev(major, minor);
-        assert!(held_in(table, dev(0xfd, 1), 917));
-        assert!(!held_in(table, dev(8, 2), 917), "a POSIX lock is not the daemon's");
-        assert!(held_in(table, dev(8, 2), 55));
-        assert!(!held_in(table, dev(0xfd, 1), 918));
+        assert!(held_in(table, None, dev(0xfd, 1), 917));
+        assert!(!held_in(table, None, dev(8, 2), 917), "a POSIX lock is not the daemon's");
+        assert!(held_in(table, None, dev(8, 2), 55));
+        assert!(!held_in(table, None, dev(0xfd, 1), 918));
+        // Another device number for the same file: the holder's process id decides.
+        assert!(held_in(table, Some(4242), dev(0, 51), 917));
+        assert!(!held_in(table, Some(4243), dev(0, 51), 917));
     }
 }
