@@ -109,9 +109,9 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Stri
 /// The name a routine gets: the one given, made a valid name (lowercase, `-` for spaces), else
 /// one made from the first words of the prompt that say what it does.
 fn name_of(args: &ScheduleArgs) -> Option<String> {
-    const FILLER: [&str; 22] = [
+    const FILLER: [&str; 25] = [
         "remind", "me", "to", "the", "a", "an", "please", "of", "and", "my", "i", "you", "us", "about", "every", "at",
-        "on", "in", "for", "that", "this", "it",
+        "on", "in", "for", "that", "this", "it", "user", "tell", "say",
     ];
     let words = |text: &str, skip: &[&str]| -> String {
         let words: Vec<String> = text

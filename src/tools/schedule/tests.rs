@@ -173,6 +173,9 @@ async fn a_missing_or_loose_name_becomes_a_valid_one() {
     let out =
         add(json!({"action": "add", "prompt": "Remind me to check the release branch.", "every": "2d"})).await.unwrap();
     assert!(out.starts_with("Scheduled routine `check-release-branch-2`"), "{out}");
+    let out =
+        add(json!({"action": "add", "prompt": "Remind the user to water the plants.", "every": "1d"})).await.unwrap();
+    assert!(out.starts_with("Scheduled routine `water-plants`"), "{out}");
     let out = add(json!({"action": "add", "name": "Water The Plants", "prompt": "p", "every": "1d"})).await.unwrap();
     assert!(out.starts_with("Scheduled routine `water-the-plants`"), "{out}");
     let info = s
