@@ -3,7 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use routines::agent::{AgentEvent, ConfirmFn, ConfirmRequest, Confirmation, StoreRecorder, TurnStats};
+use routines::agent::attach::MAX_IMAGES;
+use routines::agent::{Agent, AgentEvent, ConfirmFn, ConfirmRequest, Confirmation, StoreRecorder, TurnStats};
 use routines::config::Config;
 use routines::store::{NewRun, RunKind, RunOutcome, RunStatus};
 use tokio::io::AsyncBufReadExt;
@@ -32,10 +33,12 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let lines = read_lines();
     agent.set_confirm_fn(Some(confirm_fn(lines.clone())));
     let interactive = std::io::stdin().is_terminal();
+    let vision = parts.config.provider.vision;
     eprintln!(
-        "routines chat: model {} at {}. Ctrl-C cancels an answer; /exit or Ctrl-D leaves.",
+        "routines chat: model {} at {}. Ctrl-C cancels an answer;{} /exit or Ctrl-D leaves.",
         parts.model,
-        parts.config.provider.base_url.as_deref().unwrap_or("?")
+        parts.config.provider.base_url.as_deref().unwrap_or("?"),
+        if vision { " /image PATH attaches an image;" } else { "" }
     );
 
     let mut totals = TurnStats::default();
@@ -60,6 +63,10 @@ pub async fn run(config: Config) -> Result<(), Error> {
             "/clear" => {
                 agent.set_history(Vec::new());
                 eprintln!("(history cleared)");
+                continue;
+            }
+            m if m == "/image" || m.starts_with("/image ") => {
+                attach(&mut agent, m["/image".len()..].trim(), vision);
                 continue;
             }
             _ => {}
@@ -101,6 +108,31 @@ pub async fn run(config: Config) -> Result<(), Error> {
         },
     )?;
     Ok(())
+}
+
+/// `/image PATH`: the images of PATH (a path or glob in the workspace) go with the next message.
+fn attach(agent: &mut Agent, path: &str, vision: bool) {
+    if !vision {
+        eprintln!("error: the model is not set up for images; set `vision: true` under `provider:` in routines.yaml");
+        return;
+    }
+    if path.is_empty() {
+        eprintln!("usage: /image PATH (a PNG, JPEG, WebP or GIF file in the workspace)");
+        return;
+    }
+    match agent.find_images(&[path.to_string()]) {
+        Ok(found) if found.is_empty() => eprintln!("error: `{path}` matches no file"),
+        Ok(found) if found.len() + agent.attached_images().len() > MAX_IMAGES => {
+            eprintln!("error: at most {MAX_IMAGES} images go with one message");
+        }
+        Ok(found) => {
+            for image in &found {
+                eprintln!("(attached {}, {} bytes, to your next message)", image.path, image.bytes);
+            }
+            agent.attach_images(found);
+        }
+        Err(e) => eprintln!("error: {e}"),
+    }
 }
 
 /// Lines of stdin, read by one task and shared between the prompt and the

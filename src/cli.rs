@@ -25,7 +25,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create routines.yaml, routines/, templates/ and HEARTBEAT.md (never overwrites).
+    /// Create routines.yaml, routines/, templates/, skills/ and HEARTBEAT.md (never overwrites).
     Init {
         /// Folder to set up [default: the current folder].
         dir: Option<PathBuf>,
@@ -107,8 +107,15 @@ pub enum Command {
     },
     /// Interactive session with the agent: streamed replies, tool status
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
-    /// /exit or Ctrl-D leaves.
+    /// /image PATH attaches an image to the next message; /exit or Ctrl-D leaves.
     Chat,
+    /// The skills in skills_dir: name, description, folder. With NAME, its SKILL.md.
+    Skills {
+        /// The skill whose SKILL.md to print.
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A `--var` that is not `KEY=VALUE`; clap reports it as bad usage (exit code 2).

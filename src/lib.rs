@@ -15,6 +15,7 @@ pub mod memory;
 pub mod policy;
 pub mod routine;
 pub mod sandbox;
+pub mod skills;
 pub mod status;
 pub mod store;
 pub mod tools;

@@ -8,6 +8,7 @@
 //! failed turn leaves the history as it was.
 
 mod approach;
+pub mod attach;
 pub mod events;
 mod history;
 pub mod prompt;
@@ -31,11 +32,12 @@ use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
 use crate::tools::{AgentFacts, Registry, ToolContext};
 
+pub use attach::{AttachError, Attachment};
 pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnStats};
-pub use prompt::RoutineContext;
+pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};
 pub use record::StoreRecorder;
 pub use reply::{ReplyCheck, Review, SilentToken};
-pub use setup::{AgentSetup, shell_settings};
+pub use setup::{AgentSetup, SetupError, shell_settings};
 
 /// A person's answer to "run this?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +131,12 @@ pub struct Agent {
     redactor: Arc<Redactor>,
     /// Tool status events of the non-streaming path (`routines run`).
     progress: Option<UnboundedSender<AgentEvent>>,
+    /// The Skills section of the system prompt.
+    skills: Option<Arc<SkillsPrompt>>,
+    /// Folders outside the workspace that `file_read` may read (the skills' folders).
+    read_roots: Arc<[PathBuf]>,
+    /// Images for the next message (see `attach.rs`).
+    images: Vec<Attachment>,
 }
 
 impl Agent {
@@ -153,11 +161,25 @@ impl Agent {
             clock: Arc::new(Utc::now),
             last: TurnStats::default(),
             last_calls: Vec::new(),
+            skills: None,
+            read_roots: Arc::new([]),
+            images: Vec::new(),
         }
     }
 
     pub fn set_memory(&mut self, memory: Option<Memory>) {
         self.memory = memory;
+    }
+
+    /// The Skills section of the system prompt: the skills the `skill` tool can load, and the
+    /// bodies loaded into the prompt (a routine's `skills:`). Empty: no section.
+    pub fn set_skills(&mut self, skills: SkillsPrompt) {
+        self.skills = (!skills.is_empty()).then(|| Arc::new(skills));
+    }
+
+    /// Folders outside the workspace that `file_read` may read inside (the skills' folders).
+    pub fn set_read_roots(&mut self, roots: Vec<PathBuf>) {
+        self.read_roots = roots.into();
     }
 
     /// Puts the agent in routine mode: the system prompt gains the Routine
@@ -272,6 +294,7 @@ impl Agent {
             language: self.opts.language,
             redactor: self.redactor.clone(),
             shell: self.opts.shell.clone(),
+            read_roots: self.read_roots.clone(),
             facts: AgentFacts {
                 model: self.opts.model.clone(),
                 autonomy: Some(self.policy.autonomy),
@@ -329,6 +352,7 @@ impl Agent {
             now: (self.clock)().with_timezone(&self.opts.timezone),
             identity_files: &identity,
             routine: routine.as_ref(),
+            skills: self.skills.as_deref(),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The system prompt, section by section (SPEC §8).
 //!
-//! Sections, in order: Identity, Tools, Safety, Memory, Environment,
-//! Decision principles, Language, and in routine mode Routine execution.
+//! Sections, in order: Identity, Tools, Skills (when there are any), Safety, Memory,
+//! Environment, Decision principles, Language, and in routine mode Routine execution.
 //! Kept short on purpose: a small local model reads ~70 prompt tokens/s.
 
 use std::fmt::Write as _;
@@ -14,9 +14,10 @@ use crate::llm::{ToolSpec, json_calls};
 use crate::memory::MemoryEntry;
 
 /// Section headings, in the order they appear.
-pub const SECTIONS: [&str; 8] = [
+pub const SECTIONS: [&str; 9] = [
     "## Identity",
     "## Tools",
+    "## Skills",
     "## Safety",
     "## Memory",
     "## Environment",
@@ -29,6 +30,34 @@ pub const SECTIONS: [&str; 8] = [
 const MAX_IDENTITY_CHARS: usize = 2_000;
 /// Longest excerpt of one recalled memory.
 const MAX_MEMORY_CHARS: usize = 300;
+/// Longest skill description in the catalogue lines (one line each).
+const MAX_SKILL_DESCRIPTION_CHARS: usize = 120;
+/// Longest skill body loaded into the prompt.
+const MAX_SKILL_BODY_CHARS: usize = 12_000;
+
+/// The Skills section: one line per skill the `skill` tool can load, and the bodies of the
+/// skills loaded into the prompt directly (a routine's `skills:`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkillsPrompt {
+    /// Name and description of each skill, when the agent has the `skill` tool.
+    pub catalog: Vec<(String, String)>,
+    pub loaded: Vec<LoadedSkill>,
+}
+
+impl SkillsPrompt {
+    pub fn is_empty(&self) -> bool {
+        self.catalog.is_empty() && self.loaded.is_empty()
+    }
+}
+
+/// A skill whose instructions are in the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedSkill {
+    pub name: String,
+    pub body: String,
+    /// Its resource files, as `file_read` takes them.
+    pub resources: Vec<String>,
+}
 
 /// The routine the agent runs for, when unattended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +79,7 @@ pub struct PromptInput<'a> {
     /// USER.md, SOUL.md, AGENT.md found in the workspace, with contents.
     pub identity_files: &'a [(String, String)],
     pub routine: Option<&'a RoutineContext>,
+    pub skills: Option<&'a SkillsPrompt>,
 }
 
 pub fn system_prompt(p: &PromptInput<'_>) -> String {
@@ -70,6 +100,10 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
         // The schemas travel in the request's `tools`; naming them is enough here.
         let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
         let _ = writeln!(s, "Call tools through the tool-calling interface when you need facts: {}.", names.join(", "));
+    }
+
+    if let Some(k) = p.skills.filter(|k| !k.is_empty()) {
+        skills_section(&mut s, k);
     }
 
     s.push_str("\n## Safety\n");
@@ -133,6 +167,24 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
     s
 }
 
+/// Short on purpose: one line per skill; bodies only for the skills a routine names.
+fn skills_section(s: &mut String, k: &SkillsPrompt) {
+    s.push_str("\n## Skills\n");
+    if !k.catalog.is_empty() {
+        s.push_str("Instructions for particular tasks. When a task matches one, load it with the skill tool first:\n");
+        for (name, description) in &k.catalog {
+            let line = description.lines().next().unwrap_or("");
+            let _ = writeln!(s, "- {name}: {}", excerpt(line, MAX_SKILL_DESCRIPTION_CHARS));
+        }
+    }
+    for skill in &k.loaded {
+        let _ = write!(s, "\n### Skill {}\n{}\n", skill.name, excerpt(&skill.body, MAX_SKILL_BODY_CHARS));
+        if !skill.resources.is_empty() {
+            let _ = writeln!(s, "Its files (read them with file_read when needed): {}", skill.resources.join(", "));
+        }
+    }
+}
+
 fn excerpt(text: &str, max: usize) -> String {
     let text = text.trim();
     if text.chars().count() <= max {
@@ -158,6 +210,7 @@ mod tests {
             now: chrono_tz::Asia::Shanghai.with_ymd_and_hms(2026, 11, 22, 9, 30, 0).unwrap(),
             identity_files: &[],
             routine,
+            skills: None,
         }
     }
 
@@ -186,5 +239,36 @@ mod tests {
         assert!(routine.contains("reply with exactly NO_REPLY and nothing else"));
         assert!(routine.contains("Run git log first."));
         assert!(routine.contains("stop and report exactly what failed"));
+        assert!(!routine.contains("## Skills"));
+    }
+
+    #[test]
+    fn the_skills_section_lists_one_line_per_skill_and_the_loaded_bodies() {
+        let skills = SkillsPrompt {
+            catalog: vec![
+                ("release-notes".into(), "Write release notes from the git history\nmore detail".into()),
+                ("triage".into(), "Sort new issues".into()),
+            ],
+            loaded: vec![LoadedSkill {
+                name: "triage".into(),
+                body: "1. Read the issue.\n2. Label it.".into(),
+                resources: vec!["skills/triage/labels.md".into()],
+            }],
+        };
+        let prompt = system_prompt(&PromptInput { skills: Some(&skills), ..input(&[], None) });
+        let pos = positions(&prompt);
+        assert_eq!(pos.len(), 8, "{prompt}");
+        assert!(pos.windows(2).all(|w| w[0] < w[1]));
+        let section = prompt.split("## Skills\n").nth(1).unwrap().split("\n## Safety").next().unwrap();
+        assert_eq!(
+            section,
+            "Instructions for particular tasks. When a task matches one, load it with the skill tool first:\n\
+             - release-notes: Write release notes from the git history\n\
+             - triage: Sort new issues\n\
+             \n### Skill triage\n1. Read the issue.\n2. Label it.\n\
+             Its files (read them with file_read when needed): skills/triage/labels.md\n"
+        );
+        let empty = SkillsPrompt::default();
+        assert!(!system_prompt(&PromptInput { skills: Some(&empty), ..input(&[], None) }).contains("## Skills"));
     }
 }

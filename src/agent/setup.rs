@@ -1,15 +1,30 @@
 //! An agent assembled from the config: its options, its policy and its tools, with a routine's
 //! overrides where there is one. The one place `routines chat` and routine runs build agents.
+//!
+//! The session tools are added here: `skill` when there are skills, `schedule` in chat and for
+//! routines that list it (never by default: a routine must ask for it in `agent.tools`).
 
 use std::sync::Arc;
 
-use super::{Agent, AgentOptions};
+use super::{Agent, AgentOptions, LoadedSkill, SkillsPrompt};
 use crate::config::{Config, Env};
 use crate::llm::Provider;
 use crate::memory::Memory;
 use crate::policy::{Grants, PathError, Policy, Redactor};
 use crate::routine::Routine;
-use crate::tools::{Registry, ShellSettings, safe_env};
+use crate::skills::{Catalog, SkillError};
+use crate::tools::{Registry, Schedule, ScheduleScope, ShellSettings, SkillTool, Tool, safe_env, tool_names};
+
+/// Why an agent could not be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The workspace cannot be used.
+    #[error(transparent)]
+    Workspace(#[from] PathError),
+    /// A skill the routine loads into its prompt cannot be read.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+}
 
 /// What every agent of a config shares.
 pub struct AgentSetup<'a> {
@@ -26,8 +41,8 @@ impl AgentSetup<'_> {
     /// The agent of the config's settings. With a routine: its overrides (model, temperature,
     /// max_iterations, autonomy, tools), its zone, routine mode with its silent token, and the
     /// grants of its `agent.tools` and `agent.allow_commands`. Fails when the workspace cannot
-    /// be used.
-    pub fn build(&self, routine: Option<&Routine>) -> Result<Agent, PathError> {
+    /// be used, or a skill the routine names cannot be read.
+    pub fn build(&self, routine: Option<&Routine>) -> Result<Agent, SetupError> {
         let c = self.config;
         let o = routine.map(|r| &r.spec.agent);
         let model = o.and_then(|o| o.model.clone()).unwrap_or_else(|| self.model.to_string());
@@ -44,10 +59,23 @@ impl AgentSetup<'_> {
         let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?;
         policy.allowed_commands = c.security.allowed_commands.clone();
         policy.allowed_hosts = c.security.allowed_hosts.clone();
+        let catalog = Arc::new(Catalog::load(&c.skills_dir, &c.base_dir, &tool_names()));
+        let listed = o.and_then(|o| o.tools.as_ref());
         let mut tools = Registry::builtin();
-        if let Some(list) = o.and_then(|o| o.tools.as_ref()) {
+        if !catalog.is_empty() {
+            tools.add(SkillTool::new(catalog.clone()));
+        }
+        if routine.is_none() || listed.is_some_and(|l| l.iter().any(|t| t == Schedule::NAME)) {
+            tools.add(Schedule::new(ScheduleScope {
+                config: Arc::new(c.clone()),
+                creator: routine.map_or_else(|| "routines chat".to_string(), |r| format!("routine `{}`", r.name)),
+                commands: o.map(|o| o.allow_commands.clone()).unwrap_or_default(),
+            }));
+        }
+        if let Some(list) = listed {
             tools.retain(list);
         }
+        let workspace = policy.workspace().to_path_buf();
         let mut agent = Agent::new(self.provider.clone(), tools, Arc::new(policy), opts);
         agent.set_memory(Some(self.memory.clone()));
         agent.set_redactor(self.redactor.clone());
@@ -57,6 +85,25 @@ impl AgentSetup<'_> {
             agent.set_silent_token(Some(r.spec.silent_token.clone()));
             agent.set_grants(Grants { tools: o.tools.clone().unwrap_or_default(), commands: o.allow_commands.clone() });
         }
+        // The catalogue is listed only to an agent that can load from it.
+        let can_load = agent.tool_specs().iter().any(|t| t.name == SkillTool::NAME);
+        let shown = |p: &std::path::Path| {
+            p.strip_prefix(&workspace).map_or_else(|_| p.display().to_string(), |r| r.display().to_string())
+        };
+        let mut skills = SkillsPrompt::default();
+        if can_load {
+            skills.catalog = catalog.skills().iter().map(|s| (s.name.clone(), s.description.clone())).collect();
+        }
+        for name in routine.map(|r| r.spec.skills.as_slice()).unwrap_or_default() {
+            let doc = catalog.document(name)?;
+            skills.loaded.push(LoadedSkill {
+                name: doc.name,
+                body: doc.body,
+                resources: doc.resources.iter().map(|p| shown(p)).collect(),
+            });
+        }
+        agent.set_skills(skills);
+        agent.set_read_roots(catalog.dirs());
         Ok(agent)
     }
 }

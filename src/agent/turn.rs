@@ -42,7 +42,7 @@ impl Agent {
         let system = self.build_prompt(&specs, &recalled, message);
         let ctx = self.tool_context();
 
-        let mut turn = vec![Message::user(message)];
+        let mut turn = vec![self.user_message(message)];
         let mut stats = TurnStats::default();
         let mut ledger = CallLedger::default();
         let mut calls_made = Vec::new();
@@ -69,6 +69,7 @@ impl Agent {
                 tool_calls: calls.clone(),
                 tool_call_id: None,
                 reasoning_content: reasoning,
+                images: Vec::new(),
             });
             if calls.is_empty() {
                 // Small models sometimes stop without a word after a tool
@@ -116,6 +117,7 @@ impl Agent {
             }
         };
         self.history.extend(turn);
+        self.images.clear();
         history::trim(&mut self.history, self.opts.history_limit);
         self.last = stats;
         self.last_calls = calls_made;

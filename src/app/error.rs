@@ -6,6 +6,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use routines::agent::SetupError;
 use routines::config::ConfigError;
 use routines::daemon::DaemonError;
 use routines::delivery::DeliveryError;
@@ -14,6 +15,7 @@ use routines::engine::EngineError;
 use routines::heartbeat::HeartbeatError;
 use routines::llm::LlmError;
 use routines::policy::PathError;
+use routines::skills::SkillError;
 use routines::store::{RunStatus, StoreError};
 
 /// Why a command ended without success.
@@ -38,9 +40,18 @@ pub enum Error {
     /// A command that calls the model, with no model configured.
     #[error("no model configured: set provider.model in routines.yaml or export ROUTINES_MODEL")]
     NoModel,
-    /// `routines chat` with a workspace that cannot be used.
+    /// `routines chat` with an agent that cannot be set up (the workspace, a skill).
     #[error(transparent)]
-    Workspace(PathError),
+    Setup(SetupError),
+    /// `routines skills NAME`: no such skill, or one that cannot be read.
+    #[error(transparent)]
+    Skill(#[from] SkillError),
+    /// `routines skills NAME` of a skill whose folder has problems.
+    #[error("skill `{0}` has problems; see `routines validate`")]
+    BrokenSkill(String),
+    /// `routines skills NAME` with a name no skill has; `hint` is what to suggest.
+    #[error("no skill named `{name}`{hint}")]
+    UnknownSkill { name: String, hint: String },
     /// A routine name that names no routine; `known` is what to suggest.
     #[error("no routine named `{name}`{known}")]
     UnknownRoutine { name: String, known: KnownRoutines },
@@ -56,8 +67,12 @@ pub enum Error {
     #[error("no run with id {0}; see `routines history`")]
     NoRun(i64),
     /// `validate` found problems (printed on stdout, one per location).
-    #[error("{0} problem{plural} found", plural = if *.0 == 1 { "" } else { "s" })]
-    Problems(usize),
+    #[error(
+        "{count} problem{plural} found{warned}",
+        plural = if *.count == 1 { "" } else { "s" },
+        warned = match *.warnings { 0 => String::new(), 1 => " (1 warning)".into(), n => format!(" ({n} warnings)") }
+    )]
+    Problems { count: usize, warnings: usize },
     /// A run (or beat, or greeting) ran and ended failed, timed out or interrupted.
     #[error("run {run_id} {}: {}", status.as_str(), error.as_deref().unwrap_or("no detail"))]
     RunFailed { run_id: i64, status: RunStatus, error: Option<String> },
@@ -117,12 +132,15 @@ impl Error {
             Error::Provider(e) => e.exit_code(),
             Error::Store(e) => e.exit_code(),
             Error::NoModel
-            | Error::Workspace(_)
+            | Error::Setup(_)
+            | Error::Skill(_)
+            | Error::BrokenSkill(_)
+            | Error::UnknownSkill { .. }
             | Error::UnknownRoutine { .. }
             | Error::InvalidRoutine { .. }
             | Error::UnknownStatus(_)
             | Error::NoRun(_)
-            | Error::Problems(_) => 2,
+            | Error::Problems { .. } => 2,
             Error::Skipped { .. } => 3,
             Error::RunFailed { .. }
             | Error::Undelivered { .. }
@@ -141,7 +159,7 @@ impl Error {
             Error::Heartbeat(e) => e.hint(),
             Error::Daemon(e) => e.hint(),
             Error::Delivery(e) => e.hint(),
-            Error::Workspace(PathError::Workspace { .. }) => {
+            Error::Setup(SetupError::Workspace(PathError::Workspace { .. })) => {
                 Some("set `workspace` in routines.yaml to a folder that exists".into())
             }
             _ => None,
@@ -203,7 +221,7 @@ mod tests {
             (Error::Skipped { why: "run 1 of `slow` is still running (overlap: skip)".into() }, 3),
             (Error::NoModel, 2),
             (Error::UnknownStatus("done".into()), 2),
-            (Error::Problems(3), 2),
+            (Error::Problems { count: 3, warnings: 0 }, 2),
             (Error::Config(ConfigError::Invalid(Diagnostics::default())), 2),
             (Error::RunFailed { run_id: 1, status: RunStatus::Failed, error: None }, 1),
             (Error::Undelivered { failed: 1, total: 2 }, 1),

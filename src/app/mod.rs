@@ -17,7 +17,6 @@ use routines::policy::Redactor;
 use routines::routine::template::Templates;
 use routines::routine::{LoadedRoutines, load_all};
 use routines::store::Store;
-use routines::tools::Registry;
 
 pub use error::{Error, KnownRoutines};
 
@@ -34,9 +33,9 @@ pub fn load_config(explicit: Option<&Path>, cwd: &Path) -> Result<Config, Error>
     Ok(config)
 }
 
-/// Names of the built-in tools, for validating `agent.tools`.
+/// Names of every tool, for validating `agent.tools`.
 pub fn tool_names() -> Vec<&'static str> {
-    Registry::builtin().names()
+    routines::tools::tool_names()
 }
 
 /// Every routine of the config, valid ones and the problems of the others.
@@ -114,6 +113,6 @@ impl Parts {
             redactor: &Redactor::new(self.config.secret_values(&ProcessEnv)),
             shell: &shell_settings(&self.config, &ProcessEnv),
         };
-        setup.build(None).map_err(Error::Workspace)
+        setup.build(None).map_err(Error::Setup)
     }
 }

@@ -1,4 +1,5 @@
-//! `routines init [DIR]`: a working setup to start from. Never overwrites.
+//! `routines init [DIR]`: a working setup to start from (config, a routine, a template, the
+//! heartbeat checklist and an example skill). Never overwrites.
 
 use std::path::Path;
 
@@ -16,6 +17,9 @@ deliver:
   - file: { path: "reports/hello/{{ now | date('%Y-%m-%d') }}.md", template: report.md.j2 }
 "#;
 const TEMPLATE: &str = "# {{ routine.name }} — {{ now | date('%Y-%m-%d %H:%M') }}\n\n{{ output }}\n";
+/// An example skill (SPEC §10), useful in any git repository: `routines skills release-notes`.
+const SKILL: &str = include_str!("../../skills/release-notes/SKILL.md");
+const SKILL_FORMAT: &str = include_str!("../../skills/release-notes/format.md");
 const HEARTBEAT: &str = "# Heartbeat checklist\n\nWrite here what the agent should check on each heartbeat, one item per line.\nAn empty file means no heartbeat model calls.\n";
 
 pub fn run(cwd: &Path, dir: Option<&Path>) -> Result<(), Error> {
@@ -25,6 +29,8 @@ pub fn run(cwd: &Path, dir: Option<&Path>) -> Result<(), Error> {
         ("routines/hello.yaml", ROUTINE),
         ("templates/report.md.j2", TEMPLATE),
         ("HEARTBEAT.md", HEARTBEAT),
+        ("skills/release-notes/SKILL.md", SKILL),
+        ("skills/release-notes/format.md", SKILL_FORMAT),
     ];
     for (rel, content) in files {
         let path = root.join(rel);
@@ -38,6 +44,8 @@ pub fn run(cwd: &Path, dir: Option<&Path>) -> Result<(), Error> {
         std::fs::write(&path, content).map_err(|source| Error::Write { path: path.clone(), source })?;
         eprintln!("created  {}", path.display());
     }
-    eprintln!("Next: set provider.base_url and provider.model in routines.yaml, then `routines run hello`.");
+    eprintln!(
+        "Next: set provider.base_url and provider.model in routines.yaml, then `routines run hello`; `routines skills` lists the example skill."
+    );
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod heartbeat;
 pub mod init;
 pub mod inspect;
 pub mod run;
+pub mod skills;
 pub mod validate;
 
 use routines::diag::{Diagnostics, did_you_mean};

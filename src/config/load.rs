@@ -77,6 +77,8 @@ pub struct ProviderConfig {
     pub timeout: Duration,
     pub tool_calls: ToolCallMode,
     pub max_retries: u32,
+    /// The model accepts images.
+    pub vision: bool,
 }
 
 /// The resolved engine configuration: absolute paths, parsed zone, secrets
@@ -93,6 +95,8 @@ pub struct Config {
     pub routines_dir: PathBuf,
     pub templates_dir: PathBuf,
     pub workspace: PathBuf,
+    /// Folder of skills (SPEC §10).
+    pub skills_dir: PathBuf,
     pub provider: ProviderConfig,
     pub agent: AgentSettings,
     pub security: SecuritySettings,
@@ -371,6 +375,7 @@ fn resolve(
         routines_dir: at(raw.routines_dir, "routines"),
         templates_dir: at(raw.templates_dir, "templates"),
         workspace: at(raw.workspace, "."),
+        skills_dir: at(raw.skills_dir, "skills"),
         provider: provider_config(&raw.provider, env),
         agent: raw.agent,
         security: raw.security,
@@ -414,6 +419,7 @@ fn provider_config(p: &super::ProviderSettings, env: &dyn Env) -> ProviderConfig
         timeout: p.timeout,
         tool_calls: p.tool_calls,
         max_retries: p.max_retries,
+        vision: p.vision,
     }
 }
 

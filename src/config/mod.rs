@@ -21,6 +21,10 @@ pub use duration::{Duration, DurationError};
 pub use hours::{HoursError, Window, parse_time};
 pub use load::{Config, ConfigError, Env, ProcessEnv, ProviderConfig, Secret, discover, from_str, load};
 
+/// The file in `data_dir` that a running daemon holds an exclusive `flock` on (one daemon per
+/// data folder); whoever needs to know whether a daemon runs tries the same lock.
+pub const DAEMON_LOCK_FILE: &str = "daemon.lock";
+
 /// Reply language and tool-result labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -94,6 +98,8 @@ pub struct ConfigFile {
     /// Routines written inline, besides the files in `routines_dir`.
     #[serde(default)]
     pub routines: Vec<routine_file::RoutineFile>,
+    /// Folder of skills (SPEC §10): one folder per skill with a `SKILL.md`. Default `skills`.
+    pub skills_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -116,6 +122,9 @@ pub struct ProviderSettings {
     /// Retries of one model call on 429, 5xx, timeouts and dropped connections.
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
+    /// The model accepts images (a routine's `attach`, `/image` in chat).
+    #[serde(default)]
+    pub vision: bool,
 }
 
 impl Default for ProviderSettings {
@@ -129,6 +138,7 @@ impl Default for ProviderSettings {
             timeout: default_provider_timeout(),
             tool_calls: ToolCallMode::Native,
             max_retries: default_max_retries(),
+            vision: false,
         }
     }
 }

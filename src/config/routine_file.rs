@@ -34,6 +34,16 @@ pub struct RoutineFile {
     pub vars: BTreeMap<String, serde_json::Value>,
     #[serde(default)]
     pub agent: AgentOverrides,
+    /// Skills (SPEC §10) whose SKILL.md bodies go into this routine's system prompt.
+    #[serde(default)]
+    pub skills: Vec<String>,
+    /// Images sent with the prompt: globs relative to the workspace, or templates such as
+    /// `{{ trigger.path }}` (png, jpeg, webp, gif; 5 MB each, 8 per run). Needs `provider.vision`.
+    #[serde(default)]
+    pub attach: Vec<String>,
+    /// `agent`: written by the `schedule` tool, which may change or remove it; a file without
+    /// it is the user's and the tool leaves it alone.
+    pub created_by: Option<CreatedBy>,
     /// Bound of the whole run, retries included.
     #[serde(default = "default_timeout")]
     pub timeout: Duration,
@@ -69,6 +79,9 @@ impl Default for RoutineFile {
             prompt_template: None,
             vars: BTreeMap::new(),
             agent: AgentOverrides::default(),
+            skills: Vec::new(),
+            attach: Vec::new(),
+            created_by: None,
             timeout: default_timeout(),
             overlap: Overlap::default(),
             catch_up: CatchUp::default(),
@@ -96,6 +109,14 @@ fn zero() -> Duration {
 }
 fn default_silent_token() -> String {
     "NO_REPLY".into()
+}
+
+/// Who wrote a routine file, when it was not the user by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CreatedBy {
+    /// The agent, through the `schedule` tool.
+    Agent,
 }
 
 /// One trigger: exactly one of `cron`, `every`, `at`, `file`, `webhook`.

@@ -27,7 +27,7 @@ impl DaemonLock {
     /// Takes the lock of `data_dir` without waiting, and writes this
     /// process's id into the file.
     pub fn acquire(data_dir: &Path) -> Result<DaemonLock, LockError> {
-        let path = data_dir.join("daemon.lock");
+        let path = data_dir.join(crate::config::DAEMON_LOCK_FILE);
         let io = |cause| LockError::Io { path: path.clone(), cause };
         std::fs::create_dir_all(data_dir).map_err(io)?;
         let mut file =

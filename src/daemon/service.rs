@@ -19,7 +19,7 @@ use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
 use crate::routine::{FileContext, LoadedRoutines, Routine, TriggerContext, WebhookAuth, WebhookRequest, load_all};
 use crate::store::StoreError;
-use crate::tools::Registry;
+use crate::tools::tool_names;
 
 /// How long routine files must be quiet before they are reloaded.
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
@@ -324,7 +324,7 @@ fn watch_routine_files(config: &Config, signals: UnboundedSender<Signal>) -> Opt
             let loaded = match config::load(file.as_deref(), &cwd, &ProcessEnv) {
                 Ok(config) => {
                     let inline = config.source.as_ref().map(|s| (config.inline_routines.as_slice(), s));
-                    load_all(&config, inline, &Registry::builtin().names())
+                    load_all(&config, inline, &tool_names())
                 }
                 Err(e) => {
                     tracing::warn!("The config file is invalid; keeping every routine as it was:\n{e}");

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::agent::SetupError;
 use crate::delivery::DeliveryError;
 use crate::policy::PathError;
 use crate::routine::template::TemplateError;
@@ -19,9 +20,10 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Prompt(#[from] PromptError),
-    /// The agent could not be set up: its workspace cannot be used.
+    /// The agent could not be set up: its workspace cannot be used, or a skill it loads cannot
+    /// be read.
     #[error(transparent)]
-    Agent(#[from] PathError),
+    Agent(#[from] SetupError),
     /// The delivery stage could not be set up (the SMTP settings).
     #[error(transparent)]
     Delivery(#[from] DeliveryError),
@@ -45,8 +47,11 @@ impl EngineError {
             EngineError::Prompt(PromptError::Missing(_)) => {
                 Some("add `prompt: |` with the task, or `prompt_template: FILE` from the templates folder".into())
             }
-            EngineError::Agent(PathError::Workspace { .. }) => {
+            EngineError::Agent(SetupError::Workspace(PathError::Workspace { .. })) => {
                 Some("set `workspace` in routines.yaml to a folder that exists".into())
+            }
+            EngineError::Agent(SetupError::Skill(_)) => {
+                Some("fix the skill's folder or the routine's `skills:`; `routines validate` shows the problems".into())
             }
             EngineError::Delivery(e) => e.hint(),
             _ => None,

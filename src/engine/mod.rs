@@ -123,6 +123,15 @@ impl Engine {
         })
     }
 
+    /// The entries of the routine's `attach`, rendered with `ctx`: globs and paths of images.
+    pub fn render_attach(&self, routine: &Routine, ctx: &Value) -> Result<Vec<String>, PromptError> {
+        let mut out = Vec::with_capacity(routine.spec.attach.len());
+        for (i, entry) in routine.spec.attach.iter().enumerate() {
+            out.push(self.templates.render_str(&format!("attach[{i}]"), entry, ctx)?);
+        }
+        Ok(out)
+    }
+
     /// The agent of a routine: overrides applied, routine mode, grants.
     pub fn agent_for(&self, routine: &Routine) -> Result<Agent, EngineError> {
         let setup = AgentSetup {
@@ -206,6 +215,23 @@ impl Engine {
         };
         agent.set_event_sink(Some(Arc::new(StoreRecorder { store: self.store.clone(), run_id })));
         agent.set_progress(progress);
+        // Images are found and checked before any model call; a problem fails the run.
+        if !routine.spec.attach.is_empty() {
+            let failure = match self.render_attach(routine, &ctx) {
+                Err(e) => Some(e.to_string()),
+                Ok(patterns) => match agent.find_images(&patterns) {
+                    Ok(images) => {
+                        agent.attach_images(images);
+                        None
+                    }
+                    Err(e) => Some(e.to_string()),
+                },
+            };
+            if let Some(e) = failure {
+                outcome.error = Some(format!("attach: {e}"));
+                return self.finish(routine, run_id, &ctx, opts, outcome).await;
+            }
+        }
         if routine.spec.agent.session == Session::Persistent {
             if let Some(json) = self.store.session(&routine.name)? {
                 if let Ok(history) = serde_json::from_str::<Vec<Message>>(&json) {

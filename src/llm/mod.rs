@@ -47,6 +47,25 @@ pub struct Message {
     /// Reasoning of thinking models (DeepSeek, GLM), kept within a turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
+    /// Images sent with a user message (content parts on the wire). Never serialized: a stored
+    /// session keeps the text, not the pictures.
+    #[serde(skip)]
+    pub images: Vec<Image>,
+}
+
+/// An image of a user message, base64-encoded once and shared between the requests of a turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/webp` or `image/gif`.
+    pub media_type: &'static str,
+    pub base64: std::sync::Arc<str>,
+}
+
+impl Image {
+    /// The `data:` URL the OpenAI wire format carries.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.base64)
+    }
 }
 
 impl Message {
@@ -73,6 +92,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             reasoning_content: None,
+            images: Vec::new(),
         }
     }
 

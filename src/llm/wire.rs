@@ -40,7 +40,16 @@ fn message(m: &Message) -> Value {
         Role::Assistant => "assistant",
         Role::Tool => "tool",
     };
-    let mut v = json!({ "role": role, "content": m.content });
+    // A user message with images is the content-parts form; every other message keeps plain
+    // string content, which every OpenAI-compatible server takes.
+    let content = if m.images.is_empty() {
+        json!(m.content)
+    } else {
+        let mut parts = vec![json!({"type": "text", "text": m.content.as_deref().unwrap_or("")})];
+        parts.extend(m.images.iter().map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})));
+        Value::Array(parts)
+    };
+    let mut v = json!({ "role": role, "content": content });
     if !m.tool_calls.is_empty() {
         let calls: Vec<Value> = m
             .tool_calls
@@ -146,4 +155,35 @@ pub fn error_message(body: &str) -> String {
         out = "(empty body)".into();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::llm::Image;
+
+    fn request(messages: Vec<Message>) -> ChatRequest {
+        ChatRequest { model: "m".into(), messages, tools: Arc::new([]), temperature: None, max_tokens: None }
+    }
+
+    #[test]
+    fn a_user_message_with_images_becomes_content_parts() {
+        let mut user = Message::user("What is on this screenshot?");
+        user.images = vec![Image { media_type: "image/png", base64: "iVBORw0KGgo=".into() }];
+        let body = request_body(&request(vec![Message::system("s"), user, Message::assistant("a")]), false);
+        assert_eq!(body["messages"][0], json!({"role": "system", "content": "s"}));
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "What is on this screenshot?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]})
+        );
+        // Everything else keeps plain string content.
+        assert_eq!(body["messages"][2], json!({"role": "assistant", "content": "a"}));
+        let plain = request_body(&request(vec![Message::user("hi")]), false);
+        assert_eq!(plain["messages"][0], json!({"role": "user", "content": "hi"}));
+    }
 }

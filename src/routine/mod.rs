@@ -17,10 +17,10 @@ use std::path::PathBuf;
 use chrono_tz::Tz;
 
 pub use crate::config::routine_file::{
-    AgentOverrides, CatchUp, FileEvent, FileTrigger, OnFailure, Overlap, RetrySpec, RoutineFile, Session, TriggerSpec,
-    WebhookAuth, WebhookTrigger,
+    AgentOverrides, CatchUp, CreatedBy, FileEvent, FileTrigger, OnFailure, Overlap, RetrySpec, RoutineFile, Session,
+    TriggerSpec, WebhookAuth, WebhookTrigger,
 };
-pub use load::{LoadedRoutines, load_all};
+pub use load::{LoadedRoutines, load_all, load_one};
 pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest};
 
 /// A time trigger, parsed.

@@ -46,7 +46,7 @@ impl Tool for FileRead {
     }
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path)?;
+        let path = ctx.resolve_read_path(&args.path)?;
         tokio::task::spawn_blocking(move || read(&path, &args))
             .await
             .map_err(|e| ToolError::System(format!("reading failed: {e}")))?

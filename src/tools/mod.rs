@@ -10,12 +10,14 @@ mod format;
 mod html_text;
 mod http;
 mod memory;
+pub mod schedule;
 mod self_info;
 mod shell;
+mod skill;
 mod write;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -32,8 +34,10 @@ pub use file::{FileList, FileRead};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
 pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
+pub use schedule::{Schedule, ScheduleScope};
 pub use self_info::SelfInfo;
 pub use shell::{Shell, ShellSettings, safe_env};
+pub use skill::SkillTool;
 pub use write::{FileEdit, FileWrite, write_atomic};
 
 /// Why a tool call did not produce its output. Who sees what:
@@ -93,6 +97,27 @@ pub struct ToolContext {
     /// Secret values to keep out of what tools store.
     pub redactor: Arc<crate::policy::Redactor>,
     pub shell: ShellSettings,
+    /// Folders outside the workspace that `file_read` may read inside, never write (the
+    /// skills' folders when `skills_dir` lies outside the workspace). Canonical.
+    pub read_roots: Arc<[PathBuf]>,
+}
+
+impl ToolContext {
+    /// A path to read: inside the workspace by the policy's rules, else inside one of the
+    /// read-only roots (symlinks resolved, forbidden paths refused). The workspace's refusal
+    /// is the error when neither takes it.
+    pub fn resolve_read_path(&self, input: &str) -> Result<PathBuf, PathError> {
+        match self.policy.resolve_path(input) {
+            Ok(p) => Ok(p),
+            Err(e @ PathError::Outside { .. }) if Path::new(input).is_absolute() => self
+                .read_roots
+                .iter()
+                .find_map(|root| crate::policy::paths::confine(root, &[], input).ok())
+                .filter(|p| !self.policy.is_forbidden(p))
+                .ok_or(e),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +133,7 @@ impl ToolContext {
             facts: AgentFacts::default(),
             redactor: Default::default(),
             shell: ShellSettings::default(),
+            read_roots: Arc::new([]),
         }
     }
 }
@@ -212,6 +238,15 @@ fn simplify(p: &mut Value) {
     }
 }
 
+/// Every tool name a routine's `agent.tools` (and a skill's `tools`) may list: the built-in
+/// tools and the ones of a session (`skill`, `schedule`).
+pub fn tool_names() -> Vec<&'static str> {
+    let mut names = Registry::builtin().names();
+    names.extend([<SkillTool as Tool>::NAME, <Schedule as Tool>::NAME]);
+    names.sort_unstable();
+    names
+}
+
 /// The tools one agent has, by name.
 #[derive(Clone, Default)]
 pub struct Registry {
@@ -223,7 +258,9 @@ impl Registry {
         Self::default()
     }
 
-    /// Every built-in tool.
+    /// Every built-in tool that needs nothing from its session. The `skill` and `schedule`
+    /// tools are added by the agent's setup, which gives them the skills and the config; see
+    /// [`tool_names`] for every name a routine may list.
     pub fn builtin() -> Self {
         let mut r = Registry::new();
         r.add(Shell);

@@ -33,7 +33,7 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "capabilities",
         modules: &["tools", "skills", "llm", "policy", "routine", "memory"],
-        arrows: &[("tools", &["policy", "llm", "memory"])],
+        arrows: &[("tools", &["policy", "llm", "memory", "routine", "skills"]), ("routine", &["skills"])],
     },
     Layer {
         name: "foundation",

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 
+mod attach;
 mod deliveries;
+mod skills;
 mod templates;
 mod triggers;
 
@@ -15,16 +17,22 @@ use super::template::Templates;
 use super::{Routine, RoutineFile, reserved};
 use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::skills::Catalog;
 use crate::yaml::{self, SourceMap};
+use attach::check_attach;
 use deliveries::check_delivery;
+use skills::check_skills;
 use templates::{check_template, check_template_file};
 use triggers::check_trigger;
 
-/// The routines that loaded, and the problems of those that did not.
+/// The routines that loaded, and the problems of those that did not (and of the skills).
 #[derive(Debug, Default)]
 pub struct LoadedRoutines {
     pub routines: Vec<Routine>,
     pub diagnostics: Diagnostics,
+    /// What works but is likely not meant (a skill naming tools its routine lacks); the
+    /// routines load. Each message starts with `warning: `.
+    pub warnings: Diagnostics,
 }
 
 impl LoadedRoutines {
@@ -47,7 +55,8 @@ pub const DELIVERY_ROOTS: [&str; 3] = ["output", "status", "error"];
 /// `*.yml`, sorted) and `inline` (from the config file, with its source).
 pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, tool_names: &[&str]) -> LoadedRoutines {
     let templates = Templates::new(&config.templates_dir);
-    let mut out = LoadedRoutines::default();
+    let catalog = Catalog::load(&config.skills_dir, &config.base_dir, tool_names);
+    let mut out = LoadedRoutines { diagnostics: catalog.diagnostics().clone(), ..LoadedRoutines::default() };
     let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut hooks: BTreeMap<String, String> = BTreeMap::new();
     let mut candidates: Vec<(RoutineFile, Locator)> = Vec::new();
@@ -77,9 +86,10 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         }
     }
 
+    let known = Known { templates: &templates, tool_names, catalog: &catalog };
     for (spec, at) in candidates {
         let before = out.diagnostics.len();
-        let routine = check(spec, &at, config, &templates, tool_names, &mut out.diagnostics);
+        let routine = check(spec, &at, config, &known, &mut out.diagnostics, &mut out.warnings);
         let Some(routine) = routine.filter(|_| out.diagnostics.len() == before) else { continue };
         if let Some(first) = seen.get(&routine.name) {
             let (line, col) = at.locate(&["name"]);
@@ -115,6 +125,7 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         check_builtin_deliveries(config, source, &templates, &mut out.diagnostics);
     }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
+    out.warnings = std::mem::take(&mut out.warnings).sorted();
     out
 }
 
@@ -127,6 +138,30 @@ fn check_builtin_deliveries(config: &Config, source: &SourceMap, templates: &Tem
         let idx = i.to_string();
         check_delivery(target, &["heartbeat", "deliver", &idx], &at, templates, &shown_dir, diags);
     }
+}
+
+/// Checks one routine file's text as [`load_all`] checks each file (`path` is where it is or
+/// will be written), without looking at the other routines. The `schedule` tool checks what it
+/// writes with it.
+pub fn load_one(config: &Config, path: &Path, text: &str, tool_names: &[&str]) -> Result<Routine, Diagnostics> {
+    let templates = Templates::new(&config.templates_dir);
+    let catalog = Catalog::load(&config.skills_dir, &config.base_dir, tool_names);
+    let loaded = yaml::from_str::<RoutineFile>(&shown(path, config), text)?;
+    let at = Locator { source: loaded.source, prefix: Vec::new() };
+    let known = Known { templates: &templates, tool_names, catalog: &catalog };
+    let mut diags = Diagnostics::default();
+    let routine = check(loaded.value, &at, config, &known, &mut diags, &mut Diagnostics::default());
+    match routine {
+        Some(r) if diags.is_empty() => Ok(r),
+        _ => Err(diags.sorted()),
+    }
+}
+
+/// What a routine may name: templates, tools and skills.
+struct Known<'a> {
+    templates: &'a Templates,
+    tool_names: &'a [&'a str],
+    catalog: &'a Catalog,
 }
 
 fn routine_files(dir: &Path) -> Vec<PathBuf> {
@@ -188,10 +223,11 @@ fn check(
     spec: RoutineFile,
     at: &Locator,
     config: &Config,
-    templates: &Templates,
-    tool_names: &[&str],
+    known: &Known<'_>,
     diags: &mut Diagnostics,
+    warnings: &mut Diagnostics,
 ) -> Option<Routine> {
+    let (templates, tool_names) = (known.templates, known.tool_names);
     let shown_dir = shown(templates.dir(), config).display().to_string();
     let name = match &spec.name {
         Some(n) => n.clone(),
@@ -292,6 +328,10 @@ fn check(
                 .with_hint("leave it out for the default NO_REPLY, or set a word the model can reply with"),
         );
     }
+
+    // Skills and images.
+    check_skills(&spec, at, config, known.catalog, tool_names, diags, warnings);
+    check_attach(&spec, at, config, templates, diags);
 
     // Deliveries.
     for (list_key, list) in [("deliver", &spec.deliver), ("on_failure", &spec.on_failure.deliver)] {

@@ -94,9 +94,15 @@ fn validate_messages(messages: &[Value], out: &mut Vec<String>) {
                         describe(m.get("content"))
                     ));
                 }
+                if let Some(Value::Array(parts)) = m.get("content") {
+                    super::images::validate_parts(k, role, parts, out);
+                }
             }
             Some("assistant") => {
                 close_turn(&mut pending, &mut turn, format!("messages[{k}] (assistant)"), out);
+                if let Some(Value::Array(parts)) = m.get("content") {
+                    super::images::validate_parts(k, "assistant", parts, out);
+                }
                 match m.get("tool_calls") {
                     None | Some(Value::Null) => {
                         if !has_content(m) {

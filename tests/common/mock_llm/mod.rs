@@ -25,6 +25,10 @@
 //! - Empty queue: HTTP 500 with the error message "mock: no scripted reply left", and a
 //!   violation.
 //!
+//! A user message may carry images in the content-parts form; each part is checked to the exact
+//! wire shape (`{"type":"text","text"}` beside `{"type":"image_url","image_url":{"url":"data:image/
+//! png;base64,..."}}`, the declared type matching the decoded bytes), and [`images`] decodes them.
+//!
 //! Only `POST /v1/chat/completions` requests are counted, recorded and checked; any other
 //! path (except `GET /v1/models`) gets a 404 and records a violation.
 //! Violation strings start with `request #N:` where N is the index into [`MockLlm::requests`].
@@ -48,6 +52,7 @@
 
 mod checks;
 mod conn;
+mod images;
 mod render;
 mod reply;
 mod serve;
@@ -65,6 +70,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use conn::{ConnInfo, KillSwitch, MockListener};
+pub use images::{SentImage, images, user_text};
 pub use reply::{
     Reply, drop_connection, error, hang, malformed, raw_tool_call_args, text, tool_call, tool_call_with_id, tool_calls,
 };
@@ -128,6 +134,8 @@ impl MockLlm {
             .route("/v1/chat/completions", post(serve::chat))
             .route("/v1/models", get(serve::models))
             .fallback(serve::fallback)
+            // Requests with images are large: a few 5 MB images, base64-encoded.
+            .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
             .with_state(shared.clone());
         let mut shutdown_rx = shared.shutdown_tx.subscribe();
         tokio::spawn(async move {
