@@ -34,9 +34,10 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     if e.downcast_ref::<ConfigError>().is_some() || e.downcast_ref::<app::UsageError>().is_some() { 2 } else { 1 }
 }
 
-/// `error: <what>` on one line, then indented detail.
+/// `error: <what>` on one line, then indented detail, secrets redacted.
 fn report(e: &anyhow::Error) {
-    eprintln!("error: {e}");
+    let redactor = routines::policy::Redactor::process();
+    eprintln!("error: {}", redactor.redact(&e.to_string()));
     match e.downcast_ref::<ConfigError>() {
         Some(ConfigError::Invalid(diags)) => {
             for d in &diags.0 {
@@ -48,7 +49,7 @@ fn report(e: &anyhow::Error) {
         Some(ConfigError::NotFound { hint, .. }) => eprintln!("  help: {hint}"),
         _ => {
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                eprintln!("  caused by: {}", redactor.redact(&cause.to_string()));
             }
         }
     }
@@ -64,10 +65,13 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTINES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Every log line passes through the process's secrets (filled as the config and routines
+    // are read), whatever model or provider text it carries.
+    let stderr = routines::policy::secrets::Redacting::new(std::io::stderr, routines::policy::Redactor::process());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_writer(stderr)
         .with_target(false)
         .init();
 }

@@ -176,7 +176,7 @@ impl Agent {
         let shown = gate.lock().map(|g| g.1).unwrap_or(false);
         let (usage, calls, error) = match &result {
             Ok(r) => (r.usage, r.tool_calls.len(), None),
-            Err(e) => (Default::default(), 0, Some(e.to_string())),
+            Err(e) => (Default::default(), 0, Some(self.redactor.redact(&e.to_string()).into_owned())),
         };
         self.record(RunEvent::ModelCall {
             iteration,
@@ -262,9 +262,9 @@ impl Agent {
         let text = self.check_injection(&call.name, text);
         if let Some(tx) = tx {
             let event = match &result {
-                Ok(out) => AgentEvent::Success {
+                Ok(_) => AgentEvent::Success {
                     tool: call.name.clone(),
-                    first_line: out.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
+                    first_line: text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
                 },
                 Err(_) => AgentEvent::Failed {
                     tool: call.name.clone(),
@@ -345,7 +345,8 @@ impl Agent {
         }
         // Announced only once it may run, so a confirmation question comes first.
         if let Some(tx) = tx {
-            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary: info.summary.clone() });
+            let summary = self.redactor.redact(&info.summary).into_owned();
+            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary });
         }
         let result = tool.invoke(args, ctx).await;
         let status = match &result {

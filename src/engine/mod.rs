@@ -83,9 +83,9 @@ impl Engine {
     /// the shell settings and the delivery stage. `model` is used when a
     /// routine names none.
     pub fn open(config: Config, provider: Arc<dyn Provider>, model: impl Into<String>) -> Result<Engine, EngineError> {
-        let store = Store::open_recovering(&config.database_path())?;
+        let redactor = Redactor::for_config(&config, &ProcessEnv);
+        let store = Store::open_recovering(&config.database_path())?.with_scrub(Arc::new(redactor.clone()));
         let memory = Memory::new(store.clone());
-        let redactor = Redactor::new(config.secret_values(&ProcessEnv));
         let templates = Arc::new(Templates::new(&config.templates_dir));
         let shell = shell_settings(&config, &ProcessEnv);
         let deliverer = Deliverer::open(&config, &ProcessEnv, store.clone(), templates.clone())?;
@@ -339,8 +339,14 @@ impl Engine {
         run_id: i64,
         ctx: &Value,
         opts: &RunOptions,
-        outcome: RunOutcome,
+        mut outcome: RunOutcome,
     ) -> Result<RunReport, EngineError> {
+        // What the run reports, delivers and records carries no secret.
+        for text in [&mut outcome.output, &mut outcome.error].into_iter().flatten() {
+            if let std::borrow::Cow::Owned(clean) = self.redactor.redact(text) {
+                *text = clean;
+            }
+        }
         let deliveries = if opts.no_deliver {
             Vec::new()
         } else {

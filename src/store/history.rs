@@ -114,10 +114,12 @@ impl Store {
     /// Records the rendered prompt, trigger context, attempt and the process
     /// running it.
     pub fn set_run_detail(&self, id: i64, detail: &RunDetail) -> Result<(), StoreError> {
+        let prompt = self.clean_opt(detail.prompt.as_deref());
+        let context = detail.trigger_context.as_deref().map(|c| self.clean_json(c));
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET prompt = ?2, trigger_context = ?3, attempt = ?4, pid = ?5 WHERE id = ?1",
-                params![id, detail.prompt, detail.trigger_context, detail.attempt, detail.pid],
+                params![id, prompt, context, detail.attempt, detail.pid],
             )
         })?;
         Ok(())
@@ -202,11 +204,12 @@ impl Store {
 
     pub fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<i64, StoreError> {
         let now = to_db_time(Utc::now());
+        let (target, payload) = (self.clean(d.target), self.clean_json(d.payload));
         self.with_conn(|c| {
             c.query_row(
                 "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7) RETURNING id",
-                params![d.run_id, d.seq, d.kind, d.target, i64::from(d.on_failure), d.payload, now],
+                params![d.run_id, d.seq, d.kind, target, i64::from(d.on_failure), payload, now],
                 |r| r.get(0),
             )
         })
@@ -214,6 +217,7 @@ impl Store {
 
     /// Records one attempt of a delivery.
     pub fn set_delivery(&self, id: i64, status: DeliveryStatus, error: Option<&str>) -> Result<(), StoreError> {
+        let error = self.clean_opt(error);
         self.with_conn(|c| {
             c.execute(
                 "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4 WHERE id = ?1",
@@ -262,6 +266,7 @@ impl Store {
     }
 
     pub fn save_session(&self, routine: &str, history_json: &str) -> Result<(), StoreError> {
+        let history_json = self.clean_json(history_json);
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO sessions (routine, history, updated_at) VALUES (?1, ?2, ?3)
