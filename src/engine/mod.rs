@@ -104,13 +104,10 @@ impl Engine {
         context::build(routine, trigger, run_id, attempt, vars, Utc::now())
     }
 
-    /// The routine's prompt, rendered with `ctx`.
+    /// The routine's prompt, rendered with `ctx`, untrusted trigger data fenced and checked
+    /// (`context.rs`).
     pub fn render_prompt(&self, routine: &Routine, ctx: &Value) -> Result<String, PromptError> {
-        Ok(match (&routine.spec.prompt, &routine.spec.prompt_template) {
-            (Some(p), _) => self.templates.render_str("prompt", p, ctx)?,
-            (None, Some(f)) => self.templates.render_file(f, ctx)?,
-            (None, None) => return Err(PromptError::Missing(routine.name.clone())),
-        })
+        Ok(context::render_prompt(&self.templates, routine, ctx, self.config.language)?.text)
     }
 
     /// The agent of a routine: overrides applied, routine mode, grants.
@@ -183,8 +180,11 @@ impl Engine {
         let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
         let mut outcome = RunOutcome::new(RunStatus::Failed, None);
 
-        let prompt = match self.render_prompt(routine, &ctx) {
-            Ok(p) => p,
+        let prompt = match context::render_prompt(&self.templates, routine, &ctx, self.config.language) {
+            Ok(p) => {
+                context::record_findings(&self.store, run_id, &p.findings);
+                p.text
+            }
             Err(e) => {
                 outcome.error = Some(e.to_string());
                 return self.finish(routine, run_id, &ctx, opts, outcome).await;
