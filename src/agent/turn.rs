@@ -16,8 +16,9 @@ use crate::policy::Decision;
 use crate::policy::injection::{self, Severity};
 use crate::tools::{ToolError, format_result};
 
-/// Tools whose results carry text from outside and are scanned for injection.
-const INJECTION_CHECKED: [&str; 4] = ["shell", "file_read", "file_write", "http_request"];
+/// Tools whose results carry text from outside and are scanned for injection
+/// (file names in a listing are chosen by whoever wrote the files).
+const INJECTION_CHECKED: [&str; 5] = ["shell", "file_read", "file_write", "file_list", "http_request"];
 
 /// Per-turn bookkeeping of tool calls.
 #[derive(Default)]
@@ -203,11 +204,19 @@ impl Agent {
             let json_mode = self.opts.tool_mode == ToolCallMode::Json;
             let known = |name: &str| json_mode || self.tools.get(name).is_some();
             if let Some(parsed) = json_calls::parse(&content, &known) {
-                if !json_mode {
-                    self.note("tool_call_in_text", "a tool call arrived as JSON text and was used as a call");
+                // In native mode a call counts only when the provider returned
+                // it as one, or when the whole reply is one call and nothing
+                // else: JSON shaped like a call inside prose (a quoted page, an
+                // example) is text, never run.
+                if json_mode || native_text_call(&parsed) {
+                    if !json_mode {
+                        self.note("tool_call_in_text", "a tool call arrived as JSON text and was used as a call");
+                    }
+                    calls = parsed.calls;
+                    content = parsed.text;
+                } else {
+                    self.note("tool_call_in_prose", "JSON shaped like a tool call inside the reply's text was not run");
                 }
-                calls = parsed.calls;
-                content = parsed.text;
             }
         }
         if !offered_tools {
@@ -430,6 +439,12 @@ impl Agent {
             tracing::warn!(error = %e, "Could not store the turn summary in memory.");
         }
     }
+}
+
+/// A call written as text in a native-mode reply counts only when it is the
+/// whole reply: one call, nothing around it (a code fence aside).
+fn native_text_call(parsed: &json_calls::Parsed) -> bool {
+    parsed.calls.len() == 1 && parsed.text.trim().is_empty()
 }
 
 fn clip(text: &str, max: usize) -> String {
