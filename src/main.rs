@@ -30,7 +30,8 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}", e.report());
+            // The report may quote provider or tool text: it passes through the process's secrets.
+            eprintln!("{}", routines::policy::Redactor::process().redact(&e.report()));
             ExitCode::from(e.exit_code())
         }
     }
@@ -72,10 +73,13 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("ROUTINES_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Every log line passes through the process's secrets (filled as the config and routines
+    // are read), whatever model or provider text it carries.
+    let stderr = routines::policy::secrets::Redacting::new(std::io::stderr, routines::policy::Redactor::process());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
+        .with_writer(stderr)
         .with_target(false)
         .init();
 }

@@ -16,8 +16,9 @@ use crate::policy::Decision;
 use crate::policy::injection::{self, Severity};
 use crate::tools::{ToolError, format_result};
 
-/// Tools whose results carry text from outside and are scanned for injection.
-const INJECTION_CHECKED: [&str; 4] = ["shell", "file_read", "file_write", "http_request"];
+/// Tools whose results carry text from outside and are scanned for injection
+/// (file names in a listing are chosen by whoever wrote the files).
+const INJECTION_CHECKED: [&str; 5] = ["shell", "file_read", "file_write", "file_list", "http_request"];
 
 /// Per-turn bookkeeping of tool calls.
 #[derive(Default)]
@@ -178,7 +179,7 @@ impl Agent {
         let shown = gate.lock().map(|g| g.1).unwrap_or(false);
         let (usage, calls, error) = match &result {
             Ok(r) => (r.usage, r.tool_calls.len(), None),
-            Err(e) => (Default::default(), 0, Some(e.to_string())),
+            Err(e) => (Default::default(), 0, Some(self.redactor.redact(&e.to_string()).into_owned())),
         };
         self.record(RunEvent::ModelCall {
             iteration,
@@ -205,11 +206,19 @@ impl Agent {
             let json_mode = self.opts.tool_mode == ToolCallMode::Json;
             let known = |name: &str| json_mode || self.tools.get(name).is_some();
             if let Some(parsed) = json_calls::parse(&content, &known) {
-                if !json_mode {
-                    self.note("tool_call_in_text", "a tool call arrived as JSON text and was used as a call");
+                // In native mode a call counts only when the provider returned
+                // it as one, or when the whole reply is one call and nothing
+                // else: JSON shaped like a call inside prose (a quoted page, an
+                // example) is text, never run.
+                if json_mode || native_text_call(&parsed) {
+                    if !json_mode {
+                        self.note("tool_call_in_text", "a tool call arrived as JSON text and was used as a call");
+                    }
+                    calls = parsed.calls;
+                    content = parsed.text;
+                } else {
+                    self.note("tool_call_in_prose", "JSON shaped like a tool call inside the reply's text was not run");
                 }
-                calls = parsed.calls;
-                content = parsed.text;
             }
         }
         if !offered_tools {
@@ -264,9 +273,9 @@ impl Agent {
         let text = self.check_injection(&call.name, text);
         if let Some(tx) = tx {
             let event = match &result {
-                Ok(out) => AgentEvent::Success {
+                Ok(_) => AgentEvent::Success {
                     tool: call.name.clone(),
-                    first_line: out.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
+                    first_line: text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
                 },
                 Err(_) => AgentEvent::Failed {
                     tool: call.name.clone(),
@@ -347,7 +356,8 @@ impl Agent {
         }
         // Announced only once it may run, so a confirmation question comes first.
         if let Some(tx) = tx {
-            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary: info.summary.clone() });
+            let summary = self.redactor.redact(&info.summary).into_owned();
+            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary });
         }
         let result = tool.invoke(args, ctx).await;
         let status = match &result {
@@ -431,6 +441,12 @@ impl Agent {
             tracing::warn!(error = %e, "Could not store the turn summary in memory.");
         }
     }
+}
+
+/// A call written as text in a native-mode reply counts only when it is the
+/// whole reply: one call, nothing around it (a code fence aside).
+fn native_text_call(parsed: &json_calls::Parsed) -> bool {
+    parsed.calls.len() == 1 && parsed.text.trim().is_empty()
 }
 
 fn clip(text: &str, max: usize) -> String {

@@ -38,16 +38,23 @@ pub fn tool_names() -> Vec<&'static str> {
     routines::tools::tool_names()
 }
 
-/// Every routine of the config, valid ones and the problems of the others.
+/// Every routine of the config, valid ones and the problems of the others. The secrets of
+/// their webhooks join the secrets the process redacts.
 pub fn routines(config: &Config) -> LoadedRoutines {
     let names = tool_names();
     let inline = config.source.as_ref().map(|s| (config.inline_routines.as_slice(), s));
-    load_all(config, inline, &names)
+    let loaded = load_all(config, inline, &names);
+    let webhooks = loaded.routines.iter().flat_map(|r| r.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()));
+    let vars = webhooks.flat_map(|w| [w.secret_env.as_deref(), w.token_env.as_deref()]).flatten();
+    Redactor::process().learn_vars(vars, &ProcessEnv);
+    loaded
 }
 
-/// Opens the database and marks runs whose process died as interrupted.
+/// Opens the database and marks runs whose process died as interrupted; what it writes is
+/// redacted.
 pub fn open_store(config: &Config) -> Result<Store, Error> {
-    Ok(Store::open_recovering(&config.database_path())?)
+    let redactor = Redactor::for_config(config, &ProcessEnv);
+    Ok(Store::open_recovering(&config.database_path())?.with_scrub(Arc::new(redactor)))
 }
 
 /// The delivery stage alone, for attempting recorded deliveries again: no
@@ -110,7 +117,7 @@ impl Parts {
             provider: self.provider.clone(),
             model: &self.model,
             memory: &self.memory,
-            redactor: &Redactor::new(self.config.secret_values(&ProcessEnv)),
+            redactor: &Redactor::for_config(&self.config, &ProcessEnv),
             shell: &shell_settings(&self.config, &ProcessEnv),
         };
         setup.build(None).map_err(Error::Setup)

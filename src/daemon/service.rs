@@ -17,6 +17,7 @@ use super::{DaemonError, Scheduler, Signal};
 use crate::clock::Clock;
 use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
+use crate::policy::Redactor;
 use crate::routine::{FileContext, LoadedRoutines, Routine, TriggerContext, WebhookAuth, WebhookRequest, load_all};
 use crate::store::StoreError;
 use crate::tools::tool_names;
@@ -190,6 +191,8 @@ fn routes(routines: &[Arc<Routine>], env: &dyn Env) -> Vec<Route> {
     for r in routines.iter().filter(|r| r.spec.enabled) {
         for w in r.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()) {
             let read = |var: &str| {
+                // Secrets read for a route are redacted like the config's.
+                Redactor::process().learn_vars([var], env);
                 env.var(var).unwrap_or_else(|| {
                     tracing::error!(routine = %r.name, variable = var, "The webhook's secret variable is not set; the route refuses every request until it is.");
                     String::new()

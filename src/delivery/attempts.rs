@@ -71,7 +71,7 @@ impl Deliverer {
             Ok(p) => p,
             Err((shown, e)) => {
                 tracing::warn!(run_id, target = %shown, error = %e, "Delivery failed.");
-                let e = e.to_string();
+                let e = self.clean(e.to_string());
                 let _ = self
                     .store
                     .add_delivery(&NewDelivery {
@@ -112,7 +112,7 @@ impl Deliverer {
             Ok(_) => (DeliveryStatus::Delivered, None),
             Err(e) => {
                 tracing::warn!(run_id, target = %target_text, error = %e, "Delivery failed.");
-                (DeliveryStatus::Failed, Some(e.to_string()))
+                (DeliveryStatus::Failed, Some(self.clean(e.to_string())))
             }
         };
         let _ = self.store.set_delivery(id, status, error.as_deref());

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::Redactor;
 use crate::routine::template::Templates;
 use crate::store::Store;
 
@@ -32,10 +33,12 @@ pub enum Payload {
 
 /// The delivery stage: the mail transport, the outbox folder where a message that could not be
 /// sent is kept, what rendering needs (templates, the workspace and its forbidden paths, the
-/// sender), and the store deliveries are recorded in. Cheap to clone.
+/// sender), the secrets kept out of what is delivered, and the store deliveries are recorded
+/// in. Cheap to clone.
 #[derive(Clone)]
 pub struct Deliverer {
     mailer: mail::Mailer,
+    redactor: Redactor,
     outbox: PathBuf,
     store: Store,
     templates: Arc<Templates>,

@@ -25,7 +25,7 @@ impl Deliverer {
                     .templates
                     .render_str(&format!("{label}.file.path"), &f.path, ctx)
                     .map_err(|e| (f.path.clone(), e.into()))?;
-                let shown = shown.trim().to_string();
+                let shown = self.clean(shown.trim().to_string());
                 let path = file::resolve(&self.workspace, &self.forbidden, &shown).map_err(|e| (shown.clone(), e))?;
                 let content = match &f.template {
                     Some(t) => self.templates.render_file(t, ctx).map_err(|e| (shown.clone(), e.into()))?,
@@ -37,7 +37,7 @@ impl Deliverer {
                         out
                     }
                 };
-                Ok(Payload::File(FilePayload { path, shown, mode: f.mode.into(), content }))
+                Ok(Payload::File(FilePayload { path, shown, mode: f.mode.into(), content: self.clean(content) }))
             }
             DeliveryTarget::Mail(m) => {
                 let shown = describe_target(target);
@@ -45,18 +45,18 @@ impl Deliverer {
                 let render = |field: &str, text: &str| {
                     self.templates.render_str(&format!("{label}.mail.{field}"), text, ctx).map_err(fail)
                 };
-                let output = ctx["output"].as_str().unwrap_or("").to_string();
+                let output = self.clean(ctx["output"].as_str().unwrap_or("").to_string());
                 let name = ctx["routine"]["name"].as_str().unwrap_or("routine").to_string();
-                let subject = match &m.subject {
+                let subject = self.clean(match &m.subject {
                     Some(s) => render("subject", s)?.trim().to_string(),
                     None => format!("{name}: {}", ctx["status"].as_str().unwrap_or("done")),
-                };
+                });
                 let text = match &m.template {
-                    Some(t) => self.templates.render_file(t, ctx).map_err(fail)?,
+                    Some(t) => self.clean(self.templates.render_file(t, ctx).map_err(fail)?),
                     None => output.clone(),
                 };
                 let html = match &m.html_template {
-                    Some(t) => Some(self.templates.render_file(t, ctx).map_err(fail)?),
+                    Some(t) => Some(self.clean(self.templates.render_file(t, ctx).map_err(fail)?)),
                     None => None,
                 };
                 let attachment = m.attach_output.then(|| mail::Attachment {
@@ -82,6 +82,17 @@ impl Deliverer {
                     date: mail::rfc2822_now(),
                 })))
             }
+        }
+    }
+}
+
+impl Deliverer {
+    /// `text` without the secrets the process knows: what is delivered (and stored as the
+    /// payload) is redacted like everything else recorded.
+    pub(super) fn clean(&self, text: String) -> String {
+        match self.redactor.redact(&text) {
+            std::borrow::Cow::Owned(clean) => clean,
+            std::borrow::Cow::Borrowed(_) => text,
         }
     }
 }

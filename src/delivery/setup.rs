@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::mail::{self, Mailer, SmtpOptions};
 use super::{Deliverer, DeliveryError};
 use crate::config::{Config, Env, MailTransport, SmtpSecurity};
+use crate::policy::Redactor;
 use crate::routine::template::Templates;
 use crate::store::Store;
 
@@ -53,6 +54,7 @@ impl Deliverer {
         };
         Ok(Deliverer {
             mailer,
+            redactor: Redactor::for_config(config, env),
             outbox,
             store,
             templates,

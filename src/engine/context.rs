@@ -1,11 +1,19 @@
-//! The template context of a run (SPEC §4).
+//! The template context of a run (SPEC §4), and the prompt rendered from it
+//! with the trigger's untrusted data fenced and checked (SPEC §8).
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use crate::routine::{Routine, TriggerContext};
+use super::PromptError;
+use crate::config::Language;
+use crate::policy::injection::{self, Finding, Severity};
+use crate::routine::Routine;
+use crate::routine::TriggerContext;
+use crate::routine::template::{Fencing, Templates};
+use crate::store::{EventKind, NewEvent, Store};
 
 /// `routine`, `trigger` (its kind, instant and what the trigger adds),
 /// `now`, `vars` (with `overrides`) and `run`.
@@ -37,4 +45,90 @@ pub fn build(
         "vars": vars,
         "run": { "id": run_id, "attempt": attempt },
     })
+}
+
+/// The paths of `ctx` whose text comes from outside the routine: what a
+/// webhook sender wrote (headers, query, body) and a file's name (whoever
+/// dropped it there chose it). The webhook's method and path are the route's
+/// own; kinds, instants and events are the engine's.
+pub fn untrusted_paths(ctx: &Value) -> Vec<String> {
+    let paths: &[&str] = match ctx["trigger"]["kind"].as_str() {
+        Some("webhook") => &["trigger.headers", "trigger.query", "trigger.body", "trigger.json"],
+        Some("file") => &["trigger.path"],
+        _ => &[],
+    };
+    paths.iter().map(|p| p.to_string()).collect()
+}
+
+/// A rendered prompt and what the injection check found in its untrusted data.
+pub struct Prompt {
+    pub text: String,
+    pub findings: Vec<Finding>,
+}
+
+/// The routine's prompt rendered with `ctx`: untrusted values are fenced as
+/// data and scanned like a tool result; a `Block` finding withholds the value
+/// (a notice in `language` stands in its place), `Review` and `Warn` pass
+/// and are logged.
+pub fn render_prompt(
+    templates: &Templates,
+    routine: &Routine,
+    ctx: &Value,
+    language: Language,
+) -> Result<Prompt, PromptError> {
+    let found: Arc<Mutex<Vec<Finding>>> = Arc::default();
+    let sink = found.clone();
+    let check = move |text: &str| {
+        let finding = injection::scan(text)?;
+        let notice = (finding.severity == Severity::Block).then(|| match language {
+            Language::En => injection::withheld_notice(&finding),
+            Language::Zh => injection::withheld_notice_zh(&finding),
+        });
+        if let Ok(mut all) = sink.lock() {
+            all.push(finding);
+        }
+        notice
+    };
+    let fencing = Fencing { untrusted: untrusted_paths(ctx), check: Arc::new(check) };
+    let text = match (&routine.spec.prompt, &routine.spec.prompt_template) {
+        (Some(p), _) => templates.render_prompt_str("prompt", p, ctx, &fencing)?,
+        (None, Some(f)) => templates.render_prompt_file(f, ctx, &fencing)?,
+        (None, None) => return Err(PromptError::Missing(routine.name.clone())),
+    };
+    let findings = found.lock().map(|mut f| std::mem::take(&mut *f)).unwrap_or_default();
+    for f in &findings {
+        match f.severity {
+            Severity::Block => {
+                tracing::warn!(routine = %routine.name, rule = f.rule, "Trigger data withheld from the prompt as a prompt injection.")
+            }
+            Severity::Review => {
+                tracing::warn!(routine = %routine.name, rule = f.rule, excerpt = %f.excerpt, "Trigger data may carry instructions; passed on, fenced as data.")
+            }
+            Severity::Warn => {
+                tracing::info!(routine = %routine.name, rule = f.rule, "Trigger data has a weak sign of injected instructions.")
+            }
+        }
+    }
+    Ok(Prompt { text, findings })
+}
+
+/// Each finding as an `injection_check` note of run `run_id`, as the agent
+/// records those of tool results.
+pub fn record_findings(store: &Store, run_id: i64, findings: &[Finding]) {
+    for f in findings {
+        let detail = format!("trigger: {} ({}): {}", f.severity.as_str(), f.rule, f.excerpt);
+        let event = NewEvent {
+            kind: EventKind::Note,
+            tool: None,
+            status: "injection_check",
+            arguments: None,
+            detail: Some(&detail),
+            prompt_tokens: None,
+            completion_tokens: None,
+            duration_ms: 0,
+        };
+        if let Err(e) = store.record_event(run_id, &event) {
+            tracing::warn!(run_id, error = %e, "Could not record a run event.");
+        }
+    }
 }

@@ -93,9 +93,9 @@ impl Engine {
     /// the shell settings and the delivery stage. `model` is used when a
     /// routine names none.
     pub fn open(config: Config, provider: Arc<dyn Provider>, model: impl Into<String>) -> Result<Engine, EngineError> {
-        let store = Store::open_recovering(&config.database_path())?;
+        let redactor = Redactor::for_config(&config, &ProcessEnv);
+        let store = Store::open_recovering(&config.database_path())?.with_scrub(Arc::new(redactor.clone()));
         let memory = Memory::new(store.clone());
-        let redactor = Redactor::new(config.secret_values(&ProcessEnv));
         let templates = Arc::new(Templates::new(&config.templates_dir));
         let shell = shell_settings(&config, &ProcessEnv);
         let deliverer = Deliverer::open(&config, &ProcessEnv, store.clone(), templates.clone())?;
@@ -114,13 +114,10 @@ impl Engine {
         context::build(routine, trigger, run_id, attempt, vars, Utc::now())
     }
 
-    /// The routine's prompt, rendered with `ctx`.
+    /// The routine's prompt, rendered with `ctx`, untrusted trigger data fenced and checked
+    /// (`context.rs`).
     pub fn render_prompt(&self, routine: &Routine, ctx: &Value) -> Result<String, PromptError> {
-        Ok(match (&routine.spec.prompt, &routine.spec.prompt_template) {
-            (Some(p), _) => self.templates.render_str("prompt", p, ctx)?,
-            (None, Some(f)) => self.templates.render_file(f, ctx)?,
-            (None, None) => return Err(PromptError::Missing(routine.name.clone())),
-        })
+        Ok(context::render_prompt(&self.templates, routine, ctx, self.config.language)?.text)
     }
 
     /// The entries of the routine's `attach`, rendered with `ctx`: globs and paths of images.
@@ -193,8 +190,11 @@ impl Engine {
         let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
         let mut outcome = RunOutcome::new(RunStatus::Failed, None);
 
-        let prompt = match self.render_prompt(routine, &ctx) {
-            Ok(p) => p,
+        let prompt = match context::render_prompt(&self.templates, routine, &ctx, self.config.language) {
+            Ok(p) => {
+                context::record_findings(&self.store, run_id, &p.findings);
+                p.text
+            }
             Err(e) => {
                 outcome.error = Some(e.to_string());
                 return self.finish(routine, run_id, &ctx, opts, outcome).await;
@@ -381,8 +381,14 @@ impl Engine {
         run_id: i64,
         ctx: &Value,
         opts: &RunOptions,
-        outcome: RunOutcome,
+        mut outcome: RunOutcome,
     ) -> Result<RunReport, EngineError> {
+        // What the run reports, delivers and records carries no secret.
+        for text in [&mut outcome.output, &mut outcome.error].into_iter().flatten() {
+            if let std::borrow::Cow::Owned(clean) = self.redactor.redact(text) {
+                *text = clean;
+            }
+        }
         let deliveries = if opts.no_deliver {
             Vec::new()
         } else {

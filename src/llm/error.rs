@@ -26,6 +26,10 @@ pub enum LlmError {
     Dropped { detail: String },
     #[error("the model API sent a response that is not valid: {detail}")]
     Malformed { detail: String },
+    #[error(
+        "the model API sent a reply larger than {limit} bytes; it was not read further (a broken or hostile server?)"
+    )]
+    TooLarge { limit: usize },
     #[error("no model provider configured: {0}")]
     NotConfigured(String),
 }

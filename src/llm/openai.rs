@@ -11,6 +11,14 @@ use super::sse::{Assembler, SseParser};
 use super::wire::{self, Completion};
 use super::{ChatRequest, ChatResponse, DeltaSink, LlmError, Provider, RetryPolicy};
 use crate::config::{ProviderConfig, Secret};
+use crate::policy::Redactor;
+
+/// Largest reply body read, streamed or not: a model's answer is a few KB,
+/// and a server sending 100 MB must not make the engine hold 100 MB.
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 8 * 1024 * 1024;
+/// Most of an error body read; the rest is dropped unread (the message kept
+/// is shorter still, see [`wire::error_message`]).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// What the client needs to know; built from [`ProviderConfig`].
 #[derive(Debug, Clone)]
@@ -48,6 +56,10 @@ pub struct OpenAiProvider {
     http: reqwest::Client,
     options: ProviderOptions,
     url: String,
+    /// Largest reply body read ([`DEFAULT_MAX_REPLY_BYTES`]).
+    max_reply: usize,
+    /// The key, kept out of error messages a server echoes it in.
+    key: Redactor,
 }
 
 impl OpenAiProvider {
@@ -63,7 +75,14 @@ impl OpenAiProvider {
         let http =
             builder.build().map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
-        Ok(OpenAiProvider { http, options, url })
+        let key = Redactor::new(options.api_key.iter().map(|k| k.expose().to_string()));
+        Ok(OpenAiProvider { http, options, url, max_reply: DEFAULT_MAX_REPLY_BYTES, key })
+    }
+
+    /// The same provider reading at most `bytes` of a reply body.
+    pub fn with_max_reply(mut self, bytes: usize) -> Self {
+        self.max_reply = bytes;
+        self
     }
 
     async fn with_retries<F, Fut>(&self, mut attempt_fn: F) -> Result<ChatResponse, LlmError>
@@ -110,9 +129,15 @@ impl OpenAiProvider {
         let status = resp.status();
         let retry_after =
             resp.headers().get(reqwest::header::RETRY_AFTER).and_then(|v| v.to_str().ok()).and_then(parse_retry_after);
-        let text =
-            tokio::time::timeout(self.options.timeout, resp.text()).await.ok().and_then(Result::ok).unwrap_or_default();
-        Err(self.status_error(status, retry_after, &wire::error_message(&text), body))
+        let bytes = tokio::time::timeout(self.options.timeout, read_body(resp, MAX_ERROR_BODY_BYTES))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .map(|(bytes, _)| bytes)
+            .unwrap_or_default();
+        let message = wire::error_message(&String::from_utf8_lossy(&bytes));
+        let message = self.key.redact(&message);
+        Err(self.status_error(status, retry_after, &message, body))
     }
 
     fn status_error(
@@ -152,10 +177,16 @@ impl OpenAiProvider {
 
     async fn chat_once(&self, body: &serde_json::Value) -> Result<ChatResponse, LlmError> {
         let resp = self.send(body).await?;
-        let bytes = tokio::time::timeout(self.options.timeout, resp.bytes())
+        if resp.content_length().is_some_and(|n| n > self.max_reply as u64) {
+            return Err(LlmError::TooLarge { limit: self.max_reply });
+        }
+        let (bytes, complete) = tokio::time::timeout(self.options.timeout, read_body(resp, self.max_reply))
             .await
             .map_err(|_| LlmError::Timeout { after: self.options.timeout })?
             .map_err(|e| self.transport_error(e))?;
+        if !complete {
+            return Err(LlmError::TooLarge { limit: self.max_reply });
+        }
         tracing::trace!(body = %String::from_utf8_lossy(&bytes), "Model response.");
         let completion: Completion = serde_json::from_slice(&bytes).map_err(|e| LlmError::Malformed {
             detail: format!("{e}; body starts with {:?}", String::from_utf8_lossy(&bytes[..bytes.len().min(120)])),
@@ -186,6 +217,7 @@ impl OpenAiProvider {
         let mut parser = SseParser::default();
         let mut asm = Assembler::default();
         let mut utf8_tail: Vec<u8> = Vec::new();
+        let mut received = 0usize;
         loop {
             let next = tokio::time::timeout(self.options.timeout, stream.next()).await;
             let chunk = match next {
@@ -197,6 +229,10 @@ impl OpenAiProvider {
                 Ok(Some(Err(e))) => return Err((self.transport_error(e), !asm.emitted)),
                 Ok(Some(Ok(bytes))) => bytes,
             };
+            received = received.saturating_add(chunk.len());
+            if received > self.max_reply {
+                return Err((LlmError::TooLarge { limit: self.max_reply }, false));
+            }
             utf8_tail.extend_from_slice(&chunk);
             let valid = match std::str::from_utf8(&utf8_tail) {
                 Ok(_) => utf8_tail.len(),
@@ -236,6 +272,21 @@ impl Provider for OpenAiProvider {
         let body = wire::request_body(request, true);
         self.with_retries(|| self.stream_once(&body, on_delta)).await
     }
+}
+
+/// At most `limit` bytes of a body, read chunk by chunk; the flag says
+/// whether that was all of it (`false`: more was there, left unread).
+async fn read_body(mut resp: reqwest::Response, limit: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = limit.saturating_sub(out.len());
+        if chunk.len() > room {
+            out.extend_from_slice(chunk.get(..room).unwrap_or_default());
+            return Ok((out, false));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok((out, true))
 }
 
 /// `Retry-After` in seconds (HTTP dates are rare from model APIs and are

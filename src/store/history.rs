@@ -115,6 +115,7 @@ impl Store {
     /// with [`Store::create_run`]. It is written once, as the run is created; a claimed fire
     /// carries it in its claim.
     pub fn set_trigger_context(&self, id: i64, context: &str) -> Result<(), StoreError> {
+        let context = self.clean_json(context);
         self.with_conn(|c| c.execute("UPDATE runs SET trigger_context = ?2 WHERE id = ?1", params![id, context]))?;
         Ok(())
     }
@@ -129,8 +130,9 @@ impl Store {
         Ok(())
     }
 
-    /// Records the rendered prompt of a run (secrets redacted by the caller).
+    /// Records the rendered prompt of a run; what it writes is redacted.
     pub fn set_prompt(&self, id: i64, prompt: &str) -> Result<(), StoreError> {
+        let prompt = self.clean(prompt);
         self.with_conn(|c| c.execute("UPDATE runs SET prompt = ?2 WHERE id = ?1", params![id, prompt]))?;
         Ok(())
     }
@@ -214,11 +216,12 @@ impl Store {
 
     pub fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<i64, StoreError> {
         let now = to_db_time(Utc::now());
+        let (target, payload) = (self.clean(d.target), self.clean_json(d.payload));
         self.with_conn(|c| {
             c.query_row(
                 "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?7) RETURNING id",
-                params![d.run_id, d.seq, d.kind, d.target, i64::from(d.on_failure), d.payload, now],
+                params![d.run_id, d.seq, d.kind, target, i64::from(d.on_failure), payload, now],
                 |r| r.get(0),
             )
         })
@@ -226,6 +229,7 @@ impl Store {
 
     /// Records one attempt of a delivery.
     pub fn set_delivery(&self, id: i64, status: DeliveryStatus, error: Option<&str>) -> Result<(), StoreError> {
+        let error = self.clean_opt(error);
         self.with_conn(|c| {
             c.execute(
                 "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4 WHERE id = ?1",
@@ -274,6 +278,7 @@ impl Store {
     }
 
     pub fn save_session(&self, routine: &str, history_json: &str) -> Result<(), StoreError> {
+        let history_json = self.clean_json(history_json);
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO sessions (routine, history, updated_at) VALUES (?1, ?2, ?3)

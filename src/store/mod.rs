@@ -15,6 +15,7 @@ pub mod migrations;
 mod orphans;
 mod runs;
 mod schedule;
+mod scrub;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +31,7 @@ pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter
 pub use orphans::process_alive;
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
+pub use scrub::Scrub;
 pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 
 /// How long a statement waits for another process's lock before failing.
@@ -92,6 +94,8 @@ impl StoreError {
 pub struct Store {
     conn: Arc<Mutex<Connection>>,
     path: PathBuf,
+    /// What written text passes through ([`Store::with_scrub`]).
+    scrub: Option<Arc<dyn Scrub>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -116,7 +120,7 @@ impl Store {
         configure(&conn, true).map_err(open_err)?;
         let version = migrations::migrate(&mut conn)?;
         tracing::debug!(path = %path.display(), version, "opened database");
-        Ok(Store { conn: Arc::new(Mutex::new(conn)), path: path.to_path_buf() })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), path: path.to_path_buf(), scrub: None })
     }
 
     /// A private in-memory database with all migrations applied (for tests).
@@ -126,7 +130,7 @@ impl Store {
         let mut conn = Connection::open_in_memory().map_err(open_err)?;
         configure(&conn, false).map_err(open_err)?;
         migrations::migrate(&mut conn)?;
-        Ok(Store { conn: Arc::new(Mutex::new(conn)), path })
+        Ok(Store { conn: Arc::new(Mutex::new(conn)), path, scrub: None })
     }
 
     /// The database file's path (`:memory:` for an in-memory store).

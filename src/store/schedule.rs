@@ -90,6 +90,7 @@ impl Store {
     pub fn claim_fires(&self, fires: &[NewFire<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
         let now = to_db_time(Utc::now());
         let pid = std::process::id();
+        let contexts: Vec<_> = fires.iter().map(|f| self.clean_json(f.context)).collect();
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
             let mut ids = Vec::with_capacity(fires.len());
@@ -100,7 +101,7 @@ impl Store {
                      VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)
                      ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
                 )?;
-                for fire in fires {
+                for (fire, context) in fires.iter().zip(&contexts) {
                     let id: Option<i64> = stmt
                         .query_row(
                             params![
@@ -108,7 +109,7 @@ impl Store {
                                 fire.trigger,
                                 fire.scheduled_for.map(to_db_time),
                                 now,
-                                fire.context,
+                                context,
                                 pid,
                                 fire.not_before.map(to_db_time),
                             ],
@@ -157,6 +158,7 @@ impl Store {
         message: &str,
     ) -> Result<usize, StoreError> {
         let now = to_db_time(Utc::now());
+        let message = self.clean(message);
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
             let mut added = 0;
@@ -310,6 +312,7 @@ impl Store {
     /// Marks a run `interrupted` with `reason` and `error`, if it has not
     /// ended yet.
     pub fn interrupt_run(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
+        let error = self.clean(error);
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = 'interrupted', reason = ?2, error = ?3, finished_at = ?4
@@ -322,6 +325,7 @@ impl Store {
 
     /// Marks a queued run `skipped` with `reason` and `error`.
     pub fn skip_queued(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
+        let error = self.clean(error);
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = 'skipped', reason = ?2, error = ?3, finished_at = ?4

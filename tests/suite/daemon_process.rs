@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, Mac};
+use routines::routine::template::fence;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -341,7 +342,9 @@ async fn file_trigger_fires_once_per_settled_file() {
         vec![json!({"path": "inbox/a.txt", "event": "create"}), json!({"path": "inbox/b.txt", "event": "create"})]
     );
     let seen = prompts(&mock);
-    for expected in ["Summarize inbox/a.txt (create)", "Summarize inbox/b.txt (create)"] {
+    // File names are untrusted data: fenced in the prompt.
+    let expected = ["inbox/a.txt", "inbox/b.txt"].map(|f| format!("Summarize {} (create)", fence(f)));
+    for expected in &expected {
         assert_eq!(seen.iter().filter(|p| p.contains(expected)).count(), 1, "{expected:?} in {seen:#?}");
     }
 
@@ -445,8 +448,10 @@ async fn webhooks_queue_runs_and_refuse_what_they_must() {
         done.then_some(())
     })
     .await;
-    assert_eq!(p.prompt(deploy).as_deref(), Some("Deploy main by POST to prod"));
-    assert!(prompts(&mock).iter().any(|m| m.contains("Deploy main by POST to prod")), "{:#?}", prompts(&mock));
+    // The webhook's body and query are untrusted data, fenced; its method is the route's.
+    let deploy_prompt = format!("Deploy {} by POST to {}", fence("main"), fence("prod"));
+    assert_eq!(p.prompt(deploy).as_deref(), Some(deploy_prompt.as_str()));
+    assert!(prompts(&mock).iter().any(|m| m.contains(&deploy_prompt)), "{:#?}", prompts(&mock));
     let token_context: Value = serde_json::from_str(p.run(token_run).unwrap().context.as_deref().unwrap()).unwrap();
     assert!(token_context["headers"].get("authorization").is_none(), "{token_context}");
 

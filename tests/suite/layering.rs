@@ -33,7 +33,11 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "capabilities",
         modules: &["tools", "skills", "llm", "policy", "routine", "memory"],
-        arrows: &[("tools", &["policy", "llm", "memory", "routine", "skills"]), ("routine", &["skills"])],
+        arrows: &[
+            ("tools", &["policy", "llm", "memory", "routine", "skills"]),
+            ("routine", &["skills"]),
+            ("llm", &["policy"]),
+        ],
     },
     Layer {
         name: "foundation",

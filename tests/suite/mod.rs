@@ -1,5 +1,6 @@
 mod agent;
 mod agent_tools;
+mod attacks;
 mod chat;
 mod checkins;
 mod config_cli;

@@ -17,6 +17,12 @@
 //! - The `date(format='%Y-%m-%d %H:%M', tz=None)` filter formats an RFC 3339 timestamp (such as `now` or
 //!   `trigger.scheduled_for`) with chrono's strftime, in the offset the timestamp carries, or in the
 //!   IANA zone `tz` when given.
+//! - Prompts ([`Templates::render_prompt_str`], [`Templates::render_prompt_file`]) fence untrusted values
+//!   (`prompt.rs`); delivery templates are rendered as they are.
+
+mod prompt;
+
+pub use prompt::{DataCheck, FENCE_NOTE, FENCE_TAG, Fencing, fence};
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -70,6 +76,8 @@ impl TemplateError {
 /// The template engine of a routines folder: a minijinja environment whose loader reads the templates folder.
 pub struct Templates {
     env: Environment<'static>,
+    /// `env` for prompts: no filter marks text safe, no escaping (`prompt.rs`).
+    prompt_env: Environment<'static>,
     dir: PathBuf,
     fuel: u64,
 }
@@ -100,7 +108,8 @@ impl Templates {
         env.set_auto_escape_callback(|name| if is_html(name) { AutoEscape::Html } else { AutoEscape::None });
         env.set_loader(folder_loader(dir.to_path_buf()));
         env.add_filter("date", date_filter);
-        Templates { env, dir: dir.to_path_buf(), fuel }
+        let prompt_env = prompt::prompt_env(&env);
+        Templates { env, prompt_env, dir: dir.to_path_buf(), fuel }
     }
 
     /// The templates folder.
@@ -140,6 +149,32 @@ impl Templates {
     pub fn render_file(&self, file: &str, ctx: &Json) -> Result<String, TemplateError> {
         let template = self.load(file)?;
         template.render(Value::from(Serde(ctx))).map_err(|e| self.error(file, e, Some((template.source(), ctx))))
+    }
+
+    /// Renders an inline prompt: every value under `fencing.untrusted` (and whatever is derived from
+    /// it) is checked and fenced as data.
+    pub fn render_prompt_str(
+        &self,
+        name: &str,
+        source: &str,
+        ctx: &Json,
+        fencing: &Fencing,
+    ) -> Result<String, TemplateError> {
+        let env = prompt::render_env(&self.prompt_env, fencing);
+        let template = env.template_from_named_str(name, source).map_err(|e| self.error(name, e, None))?;
+        template.render(prompt::context(ctx, &fencing.untrusted)).map_err(|e| self.error(name, e, Some((source, ctx))))
+    }
+
+    /// Renders the prompt template file `file` like [`Templates::render_prompt_str`].
+    pub fn render_prompt_file(&self, file: &str, ctx: &Json, fencing: &Fencing) -> Result<String, TemplateError> {
+        if let Err(reason) = check_name(file) {
+            return Err(TemplateError::Render { name: file.to_string(), message: reason });
+        }
+        let env = prompt::render_env(&self.prompt_env, fencing);
+        let template = env.get_template(file).map_err(|e| self.error(file, e, None))?;
+        template
+            .render(prompt::context(ctx, &fencing.untrusted))
+            .map_err(|e| self.error(file, e, Some((template.source(), ctx))))
     }
 
     fn load(&self, file: &str) -> Result<minijinja::Template<'_, '_>, TemplateError> {

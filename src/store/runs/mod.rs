@@ -298,6 +298,8 @@ impl Store {
 
     /// Records how a run ended and stamps `finished_at` with now.
     pub fn finish_run(&self, id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
+        let output = self.clean_opt(outcome.output.as_deref());
+        let error = self.clean_opt(outcome.error.as_deref());
         let changed = self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
@@ -306,8 +308,8 @@ impl Store {
                 params![
                     id,
                     outcome.status.as_str(),
-                    outcome.output,
-                    outcome.error,
+                    output,
+                    error,
                     to_db_int(outcome.prompt_tokens),
                     to_db_int(outcome.completion_tokens),
                     i64::from(outcome.iterations),
@@ -333,6 +335,8 @@ impl Store {
     /// event, then 2, 3, ... (assigned inside the INSERT, so concurrent
     /// writers cannot get the same number).
     pub fn record_event(&self, run_id: i64, event: &NewEvent<'_>) -> Result<i64, StoreError> {
+        let arguments = event.arguments.map(|a| self.clean_json(a));
+        let detail = self.clean_opt(event.detail);
         let result = self.with_conn(|c| {
             c.query_row(
                 "INSERT INTO run_events (run_id, seq, at, kind, tool, status, arguments, detail,
@@ -346,8 +350,8 @@ impl Store {
                     event.kind.as_str(),
                     event.tool,
                     event.status,
-                    event.arguments,
-                    event.detail,
+                    arguments,
+                    detail,
                     event.prompt_tokens.map(to_db_int),
                     event.completion_tokens.map(to_db_int),
                     to_db_int(event.duration_ms),

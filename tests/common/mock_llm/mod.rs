@@ -72,7 +72,8 @@ use tokio::sync::watch;
 use conn::{ConnInfo, KillSwitch, MockListener};
 pub use images::{SentImage, images, user_text};
 pub use reply::{
-    Reply, drop_connection, error, hang, malformed, raw_tool_call_args, text, tool_call, tool_call_with_id, tool_calls,
+    Reply, drop_connection, error, hang, huge, malformed, raw_tool_call_args, text, tool_call, tool_call_with_id,
+    tool_calls,
 };
 
 /// Model id reported by `GET /v1/models` (and echoed when a request has no string `model`).

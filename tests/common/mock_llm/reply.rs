@@ -17,10 +17,17 @@ pub struct Reply {
 #[derive(Debug, Clone)]
 pub(super) enum Kind {
     Completion(Completion),
-    Error { status: u16, message: String },
+    Error {
+        status: u16,
+        message: String,
+    },
     Malformed,
     Hang,
     DropConnection,
+    /// A completion whose text is `bytes` long, generated while it is sent.
+    Huge {
+        bytes: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -161,6 +168,14 @@ pub fn malformed() -> Reply {
 /// connection is closed without a response).
 pub fn hang() -> Reply {
     Reply::new(Kind::Hang)
+}
+
+/// HTTP 200 with a valid completion (or SSE stream) whose text is `bytes` bytes of letters and
+/// spaces that never repeat a passage, made
+/// and sent in 64 KiB pieces as the client reads, so the server never holds it whole. No
+/// `Content-Length`: a client learns the size only by reading.
+pub fn huge(bytes: usize) -> Reply {
+    Reply::new(Kind::Huge { bytes })
 }
 
 /// Reads the request, then closes the connection without sending any response byte.

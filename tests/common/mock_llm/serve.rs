@@ -78,6 +78,7 @@ pub(super) async fn chat(
             error_response(500, "mock: connection dropped", &[])
         }
         Kind::Error { status, message } => error_response(status, &message, &reply.headers),
+        Kind::Huge { bytes } => huge_response(bytes, plan.stream),
         Kind::Malformed => {
             let (content_type, bytes) = if plan.stream {
                 (
@@ -183,6 +184,45 @@ fn plan(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Planned {
     // Publish while still holding the lock so the count only ever grows.
     shared.count_tx.send_replace(index + 1);
     Planned { index, reply, call_ids, stream, include_usage, model }
+}
+
+/// A completion of `bytes` bytes of text, generated piece by piece as it is sent.
+fn huge_response(bytes: usize, stream: bool) -> Response {
+    const PIECE: usize = 64 * 1024;
+    let pieces = bytes.div_ceil(PIECE);
+    // Words drawn by a small LCG: text that does not repeat (the agent cuts runaway repetition).
+    let piece = move |i: usize| {
+        let mut state = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut out = String::with_capacity(PIECE);
+        while out.len() < PIECE.min(bytes - i * PIECE) {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            out.push(if (state >> 60) == 0 { ' ' } else { char::from(b'a' + ((state >> 33) % 26) as u8) });
+        }
+        out
+    };
+    let (head, tail, content_type) = if stream {
+        ("", "data: [DONE]\n\n".to_string(), "text/event-stream")
+    } else {
+        (
+            r#"{"id":"chatcmpl-huge","object":"chat.completion","created":0,"model":"mock-model","choices":[{"index":0,"message":{"role":"assistant","content":""#,
+            r#""},"finish_reason":"stop"}]}"#.to_string(),
+            "application/json",
+        )
+    };
+    let body = futures::stream::once(async move { head.to_string() })
+        .chain(futures::stream::iter(0..pieces).map(move |i| {
+            if stream {
+                let delta = json!({"choices": [{"index": 0, "delta": {"content": piece(i)}, "finish_reason": null}]});
+                format!("data: {delta}\n\n")
+            } else {
+                piece(i)
+            }
+        }))
+        .chain(futures::stream::once(async move { tail }))
+        .map(|s| Ok::<Bytes, io::Error>(Bytes::from(s)));
+    let mut response = Response::new(Body::from_stream(body));
+    set_header(&mut response, "content-type", content_type);
+    response
 }
 
 /// A body that sends `parts`, pauses briefly so they are flushed, then fails, which makes

@@ -1,0 +1,157 @@
+//! The automaton behind a [`super::Redactor`]: every secret as patterns, one
+//! pass over a text finds every run of a secret in it.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use super::REDACTED;
+
+/// A run of this many characters of a credential is enough to redact it.
+pub const FRAGMENT_CHARS: usize = 8;
+/// Values shorter than this are not secrets worth hiding: replacing them
+/// would mangle ordinary text (a 3-character password matches everywhere).
+pub const MIN_SECRET_CHARS: usize = 4;
+
+/// How much of a value must appear for it to be redacted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Strength {
+    /// A credential (key, password, token): any run of [`FRAGMENT_CHARS`]
+    /// characters of it, or all of it when it is shorter.
+    Fragments,
+    /// An identifier that is private but ordinary-looking (an SMTP login such
+    /// as `me@example.com`, a database URL): only the whole value, since its
+    /// pieces ("@example", "postgres") are everyday words.
+    Whole,
+}
+
+/// What stays outside the percent-encoding of a value (RFC 3986 unreserved).
+const URL_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// The secrets of a redactor and their automaton. Immutable: adding a secret
+/// builds a new one.
+#[derive(Default)]
+pub(super) struct Matcher {
+    /// Every value known, with its strength.
+    pub(super) secrets: BTreeSet<(String, Strength)>,
+    /// `None` when there is nothing to look for (or, never seen, when the
+    /// automaton could not be built; then [`Matcher::redact`] falls back to
+    /// plain substring search over the patterns).
+    automaton: Option<AhoCorasick>,
+    patterns: Vec<String>,
+}
+
+impl Matcher {
+    /// A matcher of `secrets`: values shorter than [`MIN_SECRET_CHARS`] are
+    /// dropped.
+    pub(super) fn build(secrets: BTreeSet<(String, Strength)>) -> Matcher {
+        let mut patterns: BTreeSet<String> = BTreeSet::new();
+        for (value, strength) in &secrets {
+            for form in forms(value) {
+                add_patterns(&form, *strength, &mut patterns);
+            }
+        }
+        let patterns: Vec<String> = patterns.into_iter().collect();
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            // Standard semantics: needed for overlapping search. The builder
+            // picks a DFA for small sets and a contiguous NFA for large ones.
+            AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok()
+        };
+        Matcher { secrets, automaton, patterns }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Number of patterns in the automaton (for benchmarks and tests).
+    pub(super) fn pattern_count(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// `text` with every span covered by a pattern replaced by [`REDACTED`];
+    /// overlapping and touching spans become one.
+    pub(super) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        if self.patterns.is_empty() || text.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut spans: Vec<(usize, usize)> = match &self.automaton {
+            Some(ac) => ac.find_overlapping_iter(text).map(|m| (m.start(), m.end())).collect(),
+            None => self
+                .patterns
+                .iter()
+                .flat_map(|p| text.match_indices(p.as_str()).map(|(i, m)| (i, i + m.len())))
+                .collect(),
+        };
+        if spans.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        spans.sort_unstable();
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        let mut current: Option<(usize, usize)> = None;
+        for (s, e) in spans {
+            match &mut current {
+                Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+                _ => {
+                    if let Some((cs, ce)) = current.take() {
+                        out.push_str(text.get(copied..cs).unwrap_or_default());
+                        out.push_str(REDACTED);
+                        copied = ce;
+                    }
+                    current = Some((s, e));
+                }
+            }
+        }
+        // Matches of UTF-8 patterns in UTF-8 text fall on character
+        // boundaries, so these slices always exist.
+        if let Some((cs, ce)) = current {
+            out.push_str(text.get(copied..cs).unwrap_or_default());
+            out.push_str(REDACTED);
+            copied = ce;
+        }
+        out.push_str(text.get(copied..).unwrap_or_default());
+        Cow::Owned(out)
+    }
+}
+
+/// The ways a value appears in recorded text: as is, JSON-escaped (in stored
+/// arguments and payloads) and percent-encoded (in URLs), when those differ.
+fn forms(value: &str) -> Vec<String> {
+    let mut forms = vec![value.to_string()];
+    if let Ok(json) = serde_json::to_string(value) {
+        let inner = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_string();
+        if inner != value {
+            forms.push(inner);
+        }
+    }
+    let encoded = utf8_percent_encode(value, URL_KEEP).to_string();
+    if encoded != value {
+        forms.push(encoded);
+    }
+    forms
+}
+
+/// The patterns of one form of a value: all its windows of
+/// [`FRAGMENT_CHARS`] characters, or the whole of it.
+fn add_patterns(form: &str, strength: Strength, out: &mut BTreeSet<String>) {
+    let chars: Vec<(usize, char)> = form.char_indices().collect();
+    if chars.len() < MIN_SECRET_CHARS {
+        return;
+    }
+    if strength == Strength::Whole || chars.len() <= FRAGMENT_CHARS {
+        out.insert(form.to_string());
+        return;
+    }
+    for w in 0..=chars.len() - FRAGMENT_CHARS {
+        let start = chars.get(w).map_or(0, |(i, _)| *i);
+        let end = chars.get(w + FRAGMENT_CHARS).map_or(form.len(), |(i, _)| *i);
+        if let Some(window) = form.get(start..end) {
+            out.insert(window.to_string());
+        }
+    }
+}

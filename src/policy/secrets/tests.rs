@@ -1,0 +1,165 @@
+//! Tests of redaction: whole values, fragments, strengths, encodings, the
+//! shared set, the store hook and the log writer.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::config::Env;
+use crate::store::Scrub;
+
+const KEY: &str = "sk-live-4f9a2b7c1d8e6f30";
+
+#[test]
+fn replaces_every_known_value_and_nothing_else() {
+    let r = Redactor::new(["sk-abc123".to_string(), "sk-abc123-long".to_string(), "ab".to_string()]);
+    assert_eq!(r.redact("key=sk-abc123-long other=sk-abc123 ab"), "key=[redacted] other=[redacted] ab");
+    assert!(matches!(r.redact("nothing here"), Cow::Borrowed(_)));
+    assert!(Redactor::new(Vec::<String>::new()).is_empty());
+}
+
+#[test]
+fn every_run_of_eight_characters_of_a_credential_is_redacted() {
+    let r = Redactor::new([KEY.to_string()]);
+    // Two fragments, as `grep -o` on /proc/PID/environ would give them.
+    let (a, b) = (&KEY[..12], &KEY[12..]);
+    assert_eq!(r.redact(&format!("part one: {a}\npart two: {b}")), "part one: [redacted]\npart two: [redacted]");
+    // Exactly eight characters from the middle.
+    assert_eq!(r.redact(&format!("x{}y", &KEY[5..13])), "x[redacted]y");
+    // Seven characters are not a secret.
+    assert_eq!(r.redact(&format!("x{}y", &KEY[5..12])), format!("x{}y", &KEY[5..12]));
+    // The whole key, twice, and overlapping pieces become one span each.
+    assert_eq!(r.redact(&format!("{KEY}{KEY} and {}", &KEY[3..20])), "[redacted] and [redacted]");
+}
+
+#[test]
+fn short_credentials_are_redacted_whole_and_tiny_ones_ignored() {
+    let r = Redactor::new(["hunter2".to_string(), "abc".to_string()]);
+    assert_eq!(r.redact("pw hunter2, not hunter, abc stays"), "pw [redacted], not hunter, abc stays");
+    assert_eq!(r.pattern_count(), 1);
+}
+
+#[test]
+fn identifiers_are_redacted_only_whole() {
+    let r = Redactor::default();
+    r.learn_with([("routines@example.com".to_string(), Strength::Whole)]);
+    assert_eq!(r.redact("login routines@example.com"), "login [redacted]");
+    // Pieces of a login are ordinary words.
+    assert_eq!(r.redact("the routines ran; mail ops@example.com"), "the routines ran; mail ops@example.com");
+}
+
+#[test]
+fn urls_with_a_password_give_the_password_as_a_credential() {
+    let url = "postgres://app:s3cr3t-pa55word@db.internal:5432/routines";
+    let r = Redactor::default();
+    r.learn([url.to_string()]);
+    assert_eq!(r.redact(url), "[redacted]");
+    assert_eq!(r.redact("connect to postgres at db.internal"), "connect to postgres at db.internal");
+    assert_eq!(r.redact("password: s3cr3t-pa55word"), "password: [redacted]");
+    assert_eq!(r.redact("half: pa55word!"), "half: [redacted]!");
+}
+
+#[test]
+fn json_escaped_and_percent_encoded_forms_are_found() {
+    let secret = "p@ss/w\"rd+with spaces";
+    let r = Redactor::new([secret.to_string()]);
+    let json = serde_json::to_string(&serde_json::json!({ "pw": secret })).unwrap();
+    assert!(!r.redact(&json).contains("w\\\"rd+wi"), "{}", r.redact(&json));
+    let encoded = "https://x.example/?pw=p%40ss%2Fw%22rd%2Bwith%20spaces";
+    assert_eq!(r.redact(encoded), "https://x.example/?pw=[redacted]");
+}
+
+#[test]
+fn multibyte_secrets_are_windowed_by_characters() {
+    let secret = "密钥是一二三四五六七八九十";
+    let r = Redactor::new([secret.to_string()]);
+    assert_eq!(r.redact("见：一二三四五六七八。"), "见：[redacted]。");
+    assert_eq!(r.redact("见：一二三四五六七。"), "见：一二三四五六七。");
+}
+
+#[test]
+fn clones_share_what_is_learned_later() {
+    let r = Redactor::default();
+    let clone = r.clone();
+    assert!(clone.is_empty());
+    r.learn([KEY.to_string()]);
+    assert_eq!(clone.redact(KEY), "[redacted]");
+    let before = r.pattern_count();
+    r.learn([KEY.to_string(), "  ".to_string()]);
+    assert_eq!(r.pattern_count(), before, "nothing new, nothing rebuilt");
+    assert_eq!(format!("{r:?}"), "Redactor { secrets: 1 }", "Debug never shows a secret");
+}
+
+#[test]
+fn json_values_are_redacted_string_by_string() {
+    let r = Redactor::new([KEY.to_string()]);
+    let mut v = serde_json::json!({ "a": [format!("x{KEY}"), 3], KEY: { "b": "clean" } });
+    r.redact_json(&mut v);
+    assert_eq!(v, serde_json::json!({ "a": ["x[redacted]", 3], "[redacted]": { "b": "clean" } }));
+    assert_eq!(r.scrub("no secret"), None);
+    assert_eq!(r.scrub(&format!("k={KEY}")).as_deref(), Some("k=[redacted]"));
+}
+
+struct Vars(Vec<(&'static str, &'static str)>);
+
+impl Env for Vars {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+}
+
+#[test]
+fn learn_vars_reads_only_the_variables_that_are_set() {
+    let r = Redactor::default();
+    r.learn_vars(["HOOK_SECRET", "UNSET"], &Vars(vec![("HOOK_SECRET", "whsec-0123456789abcdef")]));
+    assert_eq!(r.redact("sig whsec-0123456789abcdef"), "sig [redacted]");
+    assert_eq!(r.pattern_count(), "whsec-0123456789abcdef".len() - FRAGMENT_CHARS + 1);
+}
+
+/// A writer target that keeps what was written.
+#[derive(Clone, Default)]
+struct Sink(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn the_log_writer_redacts_an_event_split_across_writes() {
+    use tracing_subscriber::fmt::MakeWriter;
+    let sink = Sink::default();
+    let target = sink.clone();
+    let make = Redacting::new(move || target.clone(), Redactor::new([KEY.to_string()]));
+    {
+        let mut w = make.make_writer();
+        // The key arrives in two writes; neither half alone is 8 characters of it at the seam.
+        w.write_all(format!("error=\"{}", &KEY[..10]).as_bytes()).unwrap();
+        w.write_all(format!("{}\"\n", &KEY[10..]).as_bytes()).unwrap();
+        assert!(sink.0.lock().unwrap().is_empty(), "nothing is written before the event is complete");
+    }
+    assert_eq!(String::from_utf8(sink.0.lock().unwrap().clone()).unwrap(), "error=\"[redacted]\"\n");
+}
+
+#[test]
+fn a_subscriber_with_the_writer_logs_no_secret() {
+    let sink = Sink::default();
+    let target = sink.clone();
+    let redactor = Redactor::new([KEY.to_string()]);
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(Redacting::new(move || target.clone(), redactor))
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::warn!(error = %format!("HTTP 401: bad key {KEY}"), "Model call failed.");
+    });
+    let logged = String::from_utf8(sink.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("Model call failed.") && logged.contains("bad key [redacted]"), "{logged}");
+    assert!(!logged.contains(&KEY[..8]), "{logged}");
+}

@@ -1,0 +1,7 @@
+//! The attack suite (issue 12): each case plays a hostile model, webhook sender or file
+//! author end to end through the binary, and checks what happened in the database, in the
+//! files and mail delivered, in the logs, or in the next request the model received; each
+//! has a benign counterpart that must still work.
+
+mod provider;
+mod records;
