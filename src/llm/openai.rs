@@ -1,5 +1,6 @@
 //! The client for OpenAI-compatible chat-completions APIs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -48,6 +49,9 @@ pub struct OpenAiProvider {
     http: reqwest::Client,
     options: ProviderOptions,
     url: String,
+    /// The server answered a request carrying `tool_choice` with a 4xx naming it; later
+    /// requests of this provider (one per base URL and process) leave it out.
+    refuses_tool_choice: AtomicBool,
 }
 
 impl OpenAiProvider {
@@ -63,7 +67,7 @@ impl OpenAiProvider {
         let http =
             builder.build().map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
-        Ok(OpenAiProvider { http, options, url })
+        Ok(OpenAiProvider { http, options, url, refuses_tool_choice: AtomicBool::new(false) })
     }
 
     async fn with_retries<F, Fut>(&self, mut attempt_fn: F) -> Result<ChatResponse, LlmError>
@@ -135,6 +139,11 @@ impl OpenAiProvider {
                 message,
             },
             429 => LlmError::RateLimited { retry_after, message },
+            400..=499 if body.get("tool_choice").is_some() && message.to_ascii_lowercase().contains("tool_choice") => {
+                warn!(status = code, "The model API does not accept tool_choice; leaving it out from now on.");
+                self.refuses_tool_choice.store(true, Ordering::Relaxed);
+                LlmError::ToolChoiceRefused { status: code, message }
+            }
             500..=599 => LlmError::Server { status: code, message },
             _ => LlmError::BadRequest { status: code, message },
         }
@@ -235,6 +244,10 @@ impl Provider for OpenAiProvider {
     async fn chat_stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
         let body = wire::request_body(request, true);
         self.with_retries(|| self.stream_once(&body, on_delta)).await
+    }
+
+    fn accepts_tool_choice(&self) -> bool {
+        !self.refuses_tool_choice.load(Ordering::Relaxed)
     }
 }
 

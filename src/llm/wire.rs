@@ -25,6 +25,9 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
             })
             .collect();
         body["tools"] = json!(tools);
+        if req.require_tool {
+            body["tool_choice"] = json!("required");
+        }
     }
     if stream {
         body["stream"] = json!(true);

@@ -190,18 +190,18 @@ async fn stops_at_max_iterations_and_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_written_as_a_json_block_in_text_is_run() {
+async fn a_reply_that_is_only_a_call_in_a_json_block_is_run() {
     let h = Harness::new().await;
     h.write("a.txt", "alpha");
     h.mock.push_all([
-        text("I will read it.\n```json\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}\n```"),
+        text("```json\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}\n```"),
         text("It says alpha."),
     ]);
     let mut agent = h.agent(Autonomy::Supervised, |_, _| {});
     assert_eq!(agent.process_message("read a.txt").await.unwrap(), "It says alpha.");
     let reqs = h.mock.requests();
     let msgs = reqs[1]["messages"].as_array().unwrap();
-    assert_eq!(msgs[2]["content"], "I will read it.");
+    assert_eq!(msgs[2]["content"], serde_json::Value::Null);
     assert_eq!(msgs[2]["tool_calls"][0]["function"]["name"], "file_read");
     assert_eq!(msgs[3]["content"], "alpha");
     assert!(h.events.all().iter().any(|e| matches!(e, RunEvent::Note { kind: "tool_call_in_text", .. })));

@@ -6,6 +6,7 @@ mod config_cli;
 mod daemon_process;
 mod daemon_schedule;
 mod examples;
+mod grounding;
 mod heartbeat;
 mod http;
 mod mail;
