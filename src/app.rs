@@ -56,6 +56,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat => crate::chat::run(config).await,
         Command::Daemon => commands::daemon::run(config).await,
         Command::Heartbeat { force, greeting, json } => commands::heartbeat::run(config, force, greeting, json).await,
+        Command::Eval { suite, json } => commands::eval::run(config, &cwd, suite.as_deref(), json).await,
     }
 }
 
@@ -77,7 +78,7 @@ pub fn open_store(config: &Config) -> anyhow::Result<Store> {
 }
 
 /// The provider of the config; `require_model` is false for dry runs.
-fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiProvider>, String)> {
+pub fn provider(config: &Config, require_model: bool) -> anyhow::Result<(Arc<OpenAiProvider>, String)> {
     let model = match (&config.provider.model, require_model) {
         (Some(m), _) => m.clone(),
         (None, false) => "(no model configured)".into(),

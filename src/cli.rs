@@ -109,6 +109,15 @@ pub enum Command {
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
     /// /exit or Ctrl-D leaves.
     Chat,
+    /// Run a suite of routine tasks with checkers against the configured
+    /// model: pass or fail, model calls, tokens and seconds per task, and the
+    /// pass rate. Exit code 1 when a task failed.
+    Eval {
+        /// The suite folder (or one task folder) [default: evals/ beside the config].
+        suite: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_var(s: &str) -> Result<(String, String), String> {

@@ -5,6 +5,7 @@ mod checkins;
 mod config_cli;
 mod daemon_process;
 mod daemon_schedule;
+mod eval;
 mod examples;
 mod grounding;
 mod heartbeat;
