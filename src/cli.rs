@@ -116,6 +116,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a suite of routine tasks with checkers against the configured
+    /// model: pass or fail, model calls, tokens and seconds per task, and the
+    /// pass rate. Exit code 1 when a task failed.
+    Eval {
+        /// The suite folder (or one task folder) [default: evals/ beside the config].
+        suite: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// A `--var` that is not `KEY=VALUE`; clap reports it as bad usage (exit code 2).

@@ -9,6 +9,7 @@ pub mod daemon;
 pub mod delivery;
 pub mod diag;
 pub mod engine;
+pub mod eval;
 pub mod heartbeat;
 pub mod llm;
 pub mod memory;

@@ -56,6 +56,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Deliver { retry: _, json } => commands::deliver::retry(&config()?, json).await,
         Command::Chat => chat::run(config()?).await,
         Command::Skills { name, json } => commands::skills::run(&config()?, name.as_deref(), json),
+        Command::Eval { suite, json } => commands::eval::run(config()?, &cwd, suite.as_deref(), json).await,
         Command::Daemon => commands::daemon::run(config()?).await,
         Command::Heartbeat { force, greeting, json } => {
             commands::heartbeat::run(config()?, force, greeting, json).await

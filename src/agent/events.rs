@@ -28,6 +28,8 @@ pub enum ToolStatus {
     InvalidArgs,
     UnknownTool,
     Duplicate,
+    /// It failed for a passing reason and was made again (`agent.tool_retries`).
+    Retried,
 }
 
 impl ToolStatus {
@@ -40,6 +42,7 @@ impl ToolStatus {
             ToolStatus::InvalidArgs => "invalid_args",
             ToolStatus::UnknownTool => "unknown_tool",
             ToolStatus::Duplicate => "duplicate",
+            ToolStatus::Retried => "retried",
         }
     }
 }

@@ -9,8 +9,11 @@
 
 mod approach;
 pub mod attach;
+mod dispatch;
 pub mod events;
+mod grounding;
 mod history;
+mod hygiene;
 pub mod prompt;
 mod record;
 mod reply;
@@ -20,12 +23,14 @@ mod turn;
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::config::routine_file::FirstCall;
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{LlmError, Message, Provider, ToolSpec};
 use crate::memory::Memory;
@@ -34,6 +39,7 @@ use crate::tools::{AgentFacts, Registry, ToolContext};
 
 pub use attach::{AttachError, Attachment};
 pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnStats};
+pub use hygiene::BadReply;
 pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};
 pub use record::StoreRecorder;
 pub use reply::{ReplyCheck, Review, SilentToken};
@@ -68,7 +74,15 @@ pub enum AgentError {
     Llm(#[from] LlmError),
     #[error("tool {tool} failed and the turn cannot go on: {message}")]
     Fatal { tool: String, message: String },
+    /// The final reply was not an answer (empty, a tool call written as text), also after the
+    /// model was asked once more.
+    #[error("the model gave no usable final answer: {}, also when asked once more", .0.describe())]
+    NoAnswer(BadReply),
 }
+
+/// Retries of a read-only tool call after a transient failure, unless a routine sets
+/// `agent.tool_retries`.
+pub const DEFAULT_TOOL_RETRIES: u32 = 2;
 
 /// Settings of one agent.
 #[derive(Debug, Clone)]
@@ -89,6 +103,13 @@ pub struct AgentOptions {
     pub remember_turns: bool,
     /// Timeout and environment of the shell tool.
     pub shell: crate::tools::ShellSettings,
+    /// Whether the first model call of a turn must call a tool (`agent.first_call`; routine
+    /// runs with tools default to [`FirstCall::Tool`]).
+    pub first_call: FirstCall,
+    /// Retries of a read-only tool call that failed for a passing reason.
+    pub tool_retries: u32,
+    /// The wait before the first such retry, doubled for each next one.
+    pub tool_retry_backoff: Duration,
 }
 
 impl AgentOptions {
@@ -106,6 +127,9 @@ impl AgentOptions {
             recall_limit: 5,
             remember_turns: true,
             shell: crate::tools::ShellSettings::default(),
+            first_call: FirstCall::Auto,
+            tool_retries: DEFAULT_TOOL_RETRIES,
+            tool_retry_backoff: Duration::from_millis(500),
         }
     }
 }

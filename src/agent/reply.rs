@@ -39,14 +39,36 @@ pub struct Review {
     pub what: String,
 }
 
-/// The default check: a reply equal to the routine's silent token (trimmed) is silent.
+/// The default check: a reply equal to the routine's silent token is silent, also wrapped in
+/// markdown or quotes or followed by a full stop (`**NO_REPLY**`, `NO_REPLY.`). A silent reply
+/// from a turn that looked at nothing is not believed: the agent is asked once to check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SilentToken(pub String);
 
 impl ReplyCheck for SilentToken {
     fn is_silent(&self, reply: &str) -> bool {
-        reply.trim() == self.0.trim()
+        let token = self.0.trim();
+        !token.is_empty() && bare(reply) == token
     }
+
+    /// Small models answer the token at once, without looking.
+    fn nudge(&self) -> Option<String> {
+        Some(format!(
+            "You answered {} without looking at anything. Use the tools now to check what the task is about, \
+             then answer as the task says.",
+            self.0.trim()
+        ))
+    }
+}
+
+/// A reply without the wrapping models put around a lone word: whitespace, markdown emphasis,
+/// code ticks, quotes, and a closing full stop or exclamation mark.
+fn bare(reply: &str) -> &str {
+    let wrap: &[char] = &['*', '_', '`', '"', '\'', ' ', '\n', '\t'];
+    let t = reply.trim().trim_end_matches(['.', '!', '。', '！']);
+    // The token itself may contain `_` (NO_REPLY): only strip `_` that wraps a word.
+    let t = t.trim_matches(|c: char| wrap.contains(&c) && c != '_');
+    t.trim_end_matches(['.', '!', '。', '！']).trim()
 }
 
 impl Agent {
@@ -60,6 +82,7 @@ impl Agent {
             tools: Arc::from(Vec::new()),
             temperature: Some(0.2),
             max_tokens: self.opts.max_tokens,
+            require_tool: false,
         };
         let started = Instant::now();
         let result = self.provider.chat(&request).await;
@@ -89,11 +112,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_silent_token_matches_trimmed_and_asks_for_no_second_look() {
+    fn the_silent_token_matches_the_bare_word_and_asks_once_when_nothing_was_checked() {
         let check = SilentToken("NO_REPLY".into());
-        assert!(check.is_silent("  NO_REPLY\n"));
-        assert!(!check.is_silent("NO_REPLY, but the disk is full"));
-        assert_eq!(check.nudge(), None);
+        for reply in ["  NO_REPLY\n", "**NO_REPLY**", "`NO_REPLY`", "NO_REPLY.", "\"NO_REPLY\""] {
+            assert!(check.is_silent(reply), "{reply}");
+        }
+        for reply in ["NO_REPLY, but the disk is full", "NO_REPLY_X", "no_reply", ""] {
+            assert!(!check.is_silent(reply), "{reply}");
+        }
+        assert!(check.nudge().unwrap().starts_with("You answered NO_REPLY without looking at anything."));
         assert_eq!(check.review(&[]), None);
     }
 }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::{Agent, AgentOptions, LoadedSkill, SkillsPrompt};
+use crate::config::routine_file::FirstCall;
 use crate::config::{Config, Env};
 use crate::llm::Provider;
 use crate::memory::Memory;
@@ -39,7 +40,7 @@ pub struct AgentSetup<'a> {
 
 impl AgentSetup<'_> {
     /// The agent of the config's settings. With a routine: its overrides (model, temperature,
-    /// max_iterations, autonomy, tools), its zone, routine mode with its silent token, and the
+    /// max_iterations, autonomy, tools, first_call, tool_retries), its zone, routine mode with its silent token, and the
     /// grants of its `agent.tools` and `agent.allow_commands`. Fails when the workspace cannot
     /// be used, or a skill the routine names cannot be read.
     pub fn build(&self, routine: Option<&Routine>) -> Result<Agent, SetupError> {
@@ -55,6 +56,12 @@ impl AgentSetup<'_> {
         opts.language = c.language;
         opts.timezone = routine.map_or(c.timezone, |r| r.zone);
         opts.shell = self.shell.clone();
+        // Routine runs ground their answers in a tool result unless told not to (SPEC §4).
+        opts.first_call = match routine {
+            Some(_) => o.and_then(|o| o.first_call).unwrap_or(FirstCall::Tool),
+            None => FirstCall::Auto,
+        };
+        opts.tool_retries = o.and_then(|o| o.tool_retries).unwrap_or(super::DEFAULT_TOOL_RETRIES);
         let autonomy = o.and_then(|o| o.autonomy).unwrap_or(c.agent.autonomy);
         let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?;
         policy.allowed_commands = c.security.allowed_commands.clone();

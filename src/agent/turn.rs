@@ -7,26 +7,22 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
-use super::{Agent, AgentError, ConfirmRequest, Confirmation, history};
+use super::events::{AgentEvent, CallRecord, RunEvent, TurnStats};
+use super::grounding::{self, FirstCallRule};
+use super::hygiene::{self, BadReply, Verdict};
+use super::{Agent, AgentError, history};
 use crate::config::{Language, ToolCallMode};
-use crate::diag::did_you_mean;
-use crate::llm::{ChatRequest, ChatResponse, Message, Role, StreamDelta, ToolCall, ToolSpec, json_calls, repetition};
-use crate::policy::Decision;
-use crate::policy::injection::{self, Severity};
-use crate::tools::{ToolError, format_result};
-
-/// Tools whose results carry text from outside and are scanned for injection
-/// (file names in a listing are chosen by whoever wrote the files).
-const INJECTION_CHECKED: [&str; 5] = ["shell", "file_read", "file_write", "file_list", "http_request"];
+use crate::llm::{
+    ChatRequest, ChatResponse, LlmError, Message, Role, StreamDelta, ToolCall, ToolSpec, json_calls, repetition,
+};
 
 /// Per-turn bookkeeping of tool calls.
 #[derive(Default)]
-struct CallLedger {
+pub(super) struct CallLedger {
     /// (name, canonical arguments) of every call answered this turn.
-    answered: HashSet<(String, String)>,
+    pub(super) answered: HashSet<(String, String)>,
     /// Identical calls made again.
-    repeats: u32,
+    pub(super) repeats: u32,
 }
 
 impl Agent {
@@ -50,46 +46,97 @@ impl Agent {
         let mut reply: Option<String> = None;
         let mut last_text = String::new();
 
-        let mut nudge = false;
+        let lang = self.opts.language;
+        let mode = self.opts.tool_mode;
+        let mut first =
+            FirstCallRule::for_turn(self.opts.first_call, !specs.is_empty(), mode, self.provider.accepts_tool_choice());
+        // A final reply that was not an answer is asked again once per turn; the message goes
+        // with the next request only.
+        let mut asked: Option<BadReply> = None;
+        let mut pending: Option<&'static str> = None;
+        let mut withhold = false;
         for iteration in 1..=self.opts.max_iterations {
-            // After a second identical call, or an empty answer, the model must answer.
-            let offer_tools = ledger.repeats < 2 && !nudge && !specs.is_empty();
+            // After a second identical call, or when only an answer will do, the model must answer.
+            let offer_tools = ledger.repeats < 2 && !withhold && !specs.is_empty();
             let mut request = self.request(&system, &turn, offer_tools, &specs);
-            if nudge {
-                request.messages.push(Message::user(answer_now(self.opts.language)));
+            if iteration == 1 {
+                first.shape(&mut request, mode, lang);
             }
-            let (response, text_shown) = self.call_model(&request, iteration, tx).await?;
+            if let Some(text) = pending.take() {
+                grounding::append_user(&mut request.messages, text);
+            }
+            let (response, text_shown) = match self.call_model(&request, iteration, tx).await {
+                Err(AgentError::Llm(LlmError::ToolChoiceRefused { message, .. })) if request.require_tool => {
+                    self.note("tool_choice_refused", &format!("{message}; asked again with an instruction instead"));
+                    first = FirstCallRule::refused(&mut request, lang);
+                    self.call_model(&request, iteration, tx).await?
+                }
+                other => other?,
+            };
             stats.iterations = iteration;
             stats.prompt_tokens += response.usage.prompt_tokens;
             stats.completion_tokens += response.usage.completion_tokens;
 
-            let (content, calls, reasoning) = self.interpret(response, offer_tools, tx);
+            let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
+            let mut answer = None;
+            if calls.is_empty() {
+                let known = |name: &str| self.tools.get(name).is_some();
+                match hygiene::settle(&content, &known) {
+                    Verdict::Call(call) if !ledger.answered.contains(&(call.name.clone(), self.canonical(&call))) => {
+                        self.note("tool_call_in_text", "the whole reply was a tool call written as text; it was run");
+                        calls.push(call);
+                        content.clear();
+                    }
+                    Verdict::Call(_) => answer = Some(Err(BadReply::RepeatedCall)),
+                    Verdict::Bad(bad) => answer = Some(Err(bad)),
+                    Verdict::Answer(text) => answer = Some(Ok(text)),
+                }
+            }
+            if let Some(answer) = answer {
+                let last = iteration == self.opts.max_iterations;
+                // A first reply that looked at nothing is a guess (`first_call: tool`).
+                if iteration == 1 && !last && first.reask() {
+                    self.note("first_call_reask", "the first reply called no tool; asked again for a tool call");
+                    pending = Some(grounding::reask_message(lang, mode));
+                    continue;
+                }
+                match answer {
+                    Ok(text) => {
+                        let text = if text == content.trim() {
+                            content
+                        } else {
+                            self.note("reply_cleaned", "template tokens or reasoning were removed from the reply");
+                            text
+                        };
+                        if let (Some(tx), false) = (tx, text_shown) {
+                            let _ = tx.send(AgentEvent::TextDelta(text.clone()));
+                        }
+                        turn.push(Message { reasoning_content: reasoning, ..Message::assistant(text.clone()) });
+                        reply = Some(text);
+                        break;
+                    }
+                    Err(bad) if asked.is_some() => {
+                        self.note(bad.note_kind(), bad.describe());
+                        return Err(AgentError::NoAnswer(bad));
+                    }
+                    Err(_) if last => break,
+                    Err(bad) => {
+                        self.note(bad.note_kind(), &format!("{}; asked once more", bad.describe()));
+                        asked = Some(bad);
+                        withhold |= bad.withholds_tools();
+                        pending = Some(bad.request(lang));
+                        continue;
+                    }
+                }
+            }
             turn.push(Message {
                 role: Role::Assistant,
-                content: (!content.is_empty() || calls.is_empty()).then(|| content.clone()),
+                content: (!content.is_empty()).then(|| content.clone()),
                 tool_calls: calls.clone(),
                 tool_call_id: None,
                 reasoning_content: reasoning,
                 images: Vec::new(),
             });
-            if calls.is_empty() {
-                // Small models sometimes stop without a word after a tool
-                // result; ask once for the answer, without tools.
-                let used_tools = turn.iter().any(|m| m.role == Role::Tool);
-                if is_empty_reply(&content) && used_tools && !nudge && iteration < self.opts.max_iterations {
-                    turn.pop();
-                    nudge = true;
-                    self.note("empty_reply", "the model replied with nothing after using tools; asked it to answer");
-                    continue;
-                }
-                if let (Some(tx), false) = (tx, text_shown) {
-                    if !content.is_empty() {
-                        let _ = tx.send(AgentEvent::TextDelta(content.clone()));
-                    }
-                }
-                reply = Some(content);
-                break;
-            }
             if !content.is_empty() {
                 last_text = content;
             }
@@ -141,6 +188,7 @@ impl Agent {
             tools: if offer_tools && !json_mode { specs.clone() } else { Arc::new([]) },
             temperature: self.opts.temperature,
             max_tokens: self.opts.max_tokens,
+            require_tool: false,
         }
     }
 
@@ -167,7 +215,7 @@ impl Agent {
                     }
                     held.push_str(&t);
                     let start = held.trim_start();
-                    if !start.is_empty() && !start.starts_with(['{', '[', '`']) {
+                    if !start.is_empty() && !start.starts_with(['{', '[', '`', '<']) {
                         *open = true;
                         let _ = tx.send(AgentEvent::TextDelta(std::mem::take(held)));
                     }
@@ -192,8 +240,9 @@ impl Agent {
         Ok((result?, shown))
     }
 
-    /// Text, tool calls and reasoning of a response: calls written as JSON
-    /// in the text are recognized, runaway repetition is cut.
+    /// Text, tool calls and reasoning of a response: in JSON mode calls written in the text
+    /// are recognized (native replies are judged by [`hygiene::settle`]), runaway repetition
+    /// is cut.
     fn interpret(
         &self,
         response: ChatResponse,
@@ -202,23 +251,12 @@ impl Agent {
     ) -> (String, Vec<ToolCall>, Option<String>) {
         let mut content = response.content.unwrap_or_default();
         let mut calls = response.tool_calls;
-        if calls.is_empty() && offered_tools {
-            let json_mode = self.opts.tool_mode == ToolCallMode::Json;
-            let known = |name: &str| json_mode || self.tools.get(name).is_some();
-            if let Some(parsed) = json_calls::parse(&content, &known) {
-                // In native mode a call counts only when the provider returned
-                // it as one, or when the whole reply is one call and nothing
-                // else: JSON shaped like a call inside prose (a quoted page, an
-                // example) is text, never run.
-                if json_mode || native_text_call(&parsed) {
-                    if !json_mode {
-                        self.note("tool_call_in_text", "a tool call arrived as JSON text and was used as a call");
-                    }
-                    calls = parsed.calls;
-                    content = parsed.text;
-                } else {
-                    self.note("tool_call_in_prose", "JSON shaped like a tool call inside the reply's text was not run");
-                }
+        if calls.is_empty() && offered_tools && self.opts.tool_mode == ToolCallMode::Json {
+            // JSON mode: a call may stand anywhere in the text, by design; any name is a call
+            // (an unknown one is answered as such).
+            if let Some(parsed) = json_calls::parse(&hygiene::strip_thinking(&content), &|_| true) {
+                calls = parsed.calls;
+                content = hygiene::strip_template(&parsed.text);
             }
         }
         if !offered_tools {
@@ -238,182 +276,10 @@ impl Agent {
         (content, calls, response.reasoning_content)
     }
 
-    /// Runs one call (unless it repeats an earlier one of the turn); returns the text the model
-    /// gets back and how the call was answered.
-    async fn execute(
-        &mut self,
-        call: &ToolCall,
-        ctx: &crate::tools::ToolContext,
-        ledger: &mut CallLedger,
-        tx: Option<&UnboundedSender<AgentEvent>>,
-    ) -> Result<(String, ToolStatus), AgentError> {
-        let started = Instant::now();
-        let args: Result<Value, String> = if call.arguments.trim().is_empty() {
-            Ok(Value::Object(Default::default()))
-        } else {
-            serde_json::from_str(&call.arguments).map_err(|e| e.to_string())
-        };
-        let canonical = args.as_ref().map_or_else(|_| call.arguments.clone(), Value::to_string);
-        let canonical = self.redactor.redact(&canonical).into_owned();
-        let key = (call.name.clone(), canonical.clone());
-        if !ledger.answered.insert(key) {
-            ledger.repeats += 1;
-            let text = duplicate_note(self.opts.language, &call.name);
-            self.record_tool(call, &canonical, ToolStatus::Duplicate, started, &text);
-            return Ok((text, ToolStatus::Duplicate));
-        }
-
-        let (result, status) = self.dispatch(call, args, ctx, tx).await;
-        if let Err(ToolError::Fatal(message)) = &result {
-            self.record_tool(call, &canonical, ToolStatus::Error, started, message);
-            return Err(AgentError::Fatal { tool: call.name.clone(), message: message.clone() });
-        }
-        let text = format_result(&result, self.opts.language, self.opts.max_result_chars);
-        let text = self.redactor.redact(&text).into_owned();
-        let text = self.check_injection(&call.name, text);
-        if let Some(tx) = tx {
-            let event = match &result {
-                Ok(_) => AgentEvent::Success {
-                    tool: call.name.clone(),
-                    first_line: text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string(),
-                },
-                Err(_) => AgentEvent::Failed {
-                    tool: call.name.clone(),
-                    lines: text.lines().take(3).collect::<Vec<_>>().join("\n"),
-                },
-            };
-            let _ = tx.send(event);
-        }
-        self.record_tool(call, &canonical, status, started, &text);
-        Ok((text, status))
-    }
-
-    async fn dispatch(
-        &mut self,
-        call: &ToolCall,
-        args: Result<Value, String>,
-        ctx: &crate::tools::ToolContext,
-        tx: Option<&UnboundedSender<AgentEvent>>,
-    ) -> (Result<String, ToolError>, ToolStatus) {
-        let Some(tool) = self.tools.get(&call.name).cloned().filter(|t| self.policy.exposes(t.effect())) else {
-            let names: Vec<String> = self.specs.iter().map(|t| t.name.clone()).collect();
-            let hint = match did_you_mean(&call.name, names.iter().map(String::as_str)) {
-                Some(best) => format!(" Did you mean `{best}`?"),
-                None => String::new(),
-            };
-            let msg = format!("unknown tool `{}`.{hint} Available tools: {}", call.name, names.join(", "));
-            return (Err(ToolError::InvalidArgs(msg)), ToolStatus::UnknownTool);
-        };
-        let args = match args {
-            Ok(v) if v.is_object() || v.is_null() => v,
-            Ok(_) | Err(_) => {
-                let sig = json_calls::signature(&tool.spec().parameters);
-                let msg = format!(
-                    "the arguments of {} are not a JSON object; send them as {{...}} matching {}({sig})",
-                    call.name, call.name
-                );
-                return (Err(ToolError::InvalidArgs(msg)), ToolStatus::InvalidArgs);
-            }
-        };
-        let info = match tool.inspect(&args) {
-            Ok(i) => i,
-            Err(e) => return (Err(e), ToolStatus::InvalidArgs),
-        };
-        let grants = self.routine.as_ref().map(|_| &self.grants);
-        let effect = info.effect.unwrap_or_else(|| tool.effect());
-        match self.policy.decide(&call.name, effect, &info, grants, &self.approvals) {
-            Decision::Forbidden(reason) => return (Err(ToolError::Refused(reason)), ToolStatus::Refused),
-            Decision::Prompt => {
-                let Some(confirm) = self.confirm.clone() else {
-                    let reason = format!(
-                        "{} needs approval and nobody can give it here; report what you wanted to do instead",
-                        call.name
-                    );
-                    return (Err(ToolError::Refused(reason)), ToolStatus::Refused);
-                };
-                let answer = confirm(ConfirmRequest {
-                    tool: call.name.clone(),
-                    summary: info.summary.clone(),
-                    approval_key: info.approval_key.clone(),
-                    arguments: args.to_string(),
-                })
-                .await;
-                match answer {
-                    Confirmation::Yes => {}
-                    Confirmation::Always => {
-                        self.approvals.extend(self.policy.approval_keys(&info).unwrap_or_default());
-                    }
-                    Confirmation::No => {
-                        let reason = format!(
-                            "the user declined this {} call; do not retry it, continue another way or ask",
-                            call.name
-                        );
-                        return (Err(ToolError::Refused(reason)), ToolStatus::Refused);
-                    }
-                }
-            }
-            Decision::Allow => {}
-        }
-        // Announced only once it may run, so a confirmation question comes first.
-        if let Some(tx) = tx {
-            let summary = self.redactor.redact(&info.summary).into_owned();
-            let _ = tx.send(AgentEvent::Running { tool: call.name.clone(), summary });
-        }
-        let result = tool.invoke(args, ctx).await;
-        let status = match &result {
-            Ok(_) => ToolStatus::Success,
-            Err(ToolError::Failed { .. }) => ToolStatus::Failed,
-            Err(ToolError::Refused(_)) => ToolStatus::Refused,
-            Err(ToolError::InvalidArgs(_)) => ToolStatus::InvalidArgs,
-            Err(ToolError::System(_) | ToolError::Fatal(_)) => ToolStatus::Error,
-        };
-        (result, status)
-    }
-
-    /// Results of tools that bring outside text into the conversation are
-    /// scanned for prompt injection: `Block` replaces the result with a
-    /// warning, `Review` logs WARN, `Warn` logs INFO; each finding is
-    /// recorded in the run events.
-    fn check_injection(&self, tool: &str, text: String) -> String {
-        if !INJECTION_CHECKED.contains(&tool) {
-            return text;
-        }
-        let Some(finding) = injection::scan(&text) else { return text };
-        let detail = format!("{tool}: {} ({}): {}", finding.severity.as_str(), finding.rule, finding.excerpt);
-        self.record(RunEvent::Note { kind: "injection_check", detail });
-        match finding.severity {
-            Severity::Block => {
-                tracing::warn!(tool, rule = finding.rule, "Tool result blocked as a prompt injection.");
-                match self.opts.language {
-                    Language::En => injection::blocked_notice(tool, &finding),
-                    Language::Zh => injection::blocked_notice_zh(tool, &finding),
-                }
-            }
-            Severity::Review => {
-                tracing::warn!(tool, rule = finding.rule, excerpt = %finding.excerpt, "Tool result may carry instructions; passed on for review.");
-                text
-            }
-            Severity::Warn => {
-                tracing::info!(tool, rule = finding.rule, "Tool result has a weak sign of injected instructions.");
-                text
-            }
-        }
-    }
-
     pub(super) fn record(&self, event: RunEvent) {
         if let Some(sink) = &self.sink {
             sink.record(&event);
         }
-    }
-
-    fn record_tool(&self, call: &ToolCall, arguments: &str, status: ToolStatus, started: Instant, text: &str) {
-        self.record(RunEvent::ToolCall {
-            tool: call.name.clone(),
-            arguments: arguments.to_string(),
-            status,
-            duration: started.elapsed(),
-            detail: text.chars().take(2_000).collect(),
-        });
     }
 
     fn note(&self, kind: &'static str, detail: &str) {
@@ -443,38 +309,9 @@ impl Agent {
     }
 }
 
-/// A call written as text in a native-mode reply counts only when it is the
-/// whole reply: one call, nothing around it (a code fence aside).
-fn native_text_call(parsed: &json_calls::Parsed) -> bool {
-    parsed.calls.len() == 1 && parsed.text.trim().is_empty()
-}
-
 fn clip(text: &str, max: usize) -> String {
     let t = text.trim();
     if t.chars().count() <= max { t.to_string() } else { format!("{}…", t.chars().take(max).collect::<String>()) }
-}
-
-fn duplicate_note(lang: Language, tool: &str) -> String {
-    match lang {
-        Language::En => format!(
-            "You already called {tool} with exactly these arguments in this turn and have its result above. Do not call it again; use that result and answer."
-        ),
-        Language::Zh => {
-            format!("你在本轮已经用完全相同的参数调用过 {tool}，结果就在上面。不要再调用，请直接使用该结果作答。")
-        }
-    }
-}
-
-/// Nothing, or an empty JSON value some models emit instead of an answer.
-fn is_empty_reply(text: &str) -> bool {
-    matches!(text.trim(), "" | "{}" | "[]" | "\"\"" | "null")
-}
-
-fn answer_now(lang: Language) -> &'static str {
-    match lang {
-        Language::En => "Now give your final answer, based on the tool results above. Do not call tools.",
-        Language::Zh => "请根据上面的工具结果给出最终答案，不要再调用工具。",
-    }
 }
 
 fn limit_note(lang: Language, max: u32) -> String {

@@ -12,6 +12,7 @@ use routines::daemon::DaemonError;
 use routines::delivery::DeliveryError;
 use routines::diag::Diagnostics;
 use routines::engine::EngineError;
+use routines::eval::{EvalError, SuiteError};
 use routines::heartbeat::HeartbeatError;
 use routines::llm::LlmError;
 use routines::policy::PathError;
@@ -95,6 +96,15 @@ pub enum Error {
     Signals(#[source] std::io::Error),
     #[error("cannot print JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// `routines eval` with a suite that cannot be loaded; its problems are shown under it.
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    /// `routines eval` could not set up its scratch space.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    /// `routines eval` ran every task and some failed their checks (as a test runner fails).
+    #[error("{failed} of {total} eval task{plural} failed", plural = if *.total == 1 { "" } else { "s" })]
+    TasksFailed { failed: usize, total: usize },
 }
 
 /// What `no routine named …` suggests.
@@ -140,14 +150,17 @@ impl Error {
             | Error::InvalidRoutine { .. }
             | Error::UnknownStatus(_)
             | Error::NoRun(_)
-            | Error::Problems { .. } => 2,
+            | Error::Problems { .. }
+            | Error::Suite(_) => 2,
             Error::Skipped { .. } => 3,
             Error::RunFailed { .. }
             | Error::Undelivered { .. }
             | Error::Write { .. }
             | Error::CurrentDir(_)
             | Error::Signals(_)
-            | Error::Json(_) => 1,
+            | Error::Json(_)
+            | Error::Eval(_)
+            | Error::TasksFailed { .. } => 1,
         }
     }
 
@@ -171,7 +184,7 @@ impl Error {
     pub fn detail(&self) -> Vec<String> {
         match self {
             Error::Config(e) => e.detail(),
-            Error::InvalidRoutine { problems, .. } => problems.lines(),
+            Error::InvalidRoutine { problems, .. } | Error::Suite(SuiteError::Invalid(problems)) => problems.lines(),
             Error::RunFailed { run_id, .. } => vec![format!("details: routines show {run_id}")],
             _ => {
                 let shown = self.to_string();

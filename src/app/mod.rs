@@ -66,7 +66,7 @@ pub fn deliverer(config: &Config) -> Result<Deliverer, Error> {
 
 /// The provider of the config; `require_model` is false for dry runs and
 /// quiet beats, which call no model.
-fn provider(config: &Config, require_model: bool) -> Result<(Arc<OpenAiProvider>, String), Error> {
+pub fn provider(config: &Config, require_model: bool) -> Result<(Arc<OpenAiProvider>, String), Error> {
     let model = match (&config.provider.model, require_model) {
         (Some(m), _) => m.clone(),
         (None, false) => "(no model configured)".into(),

@@ -2,6 +2,7 @@
 
 pub mod daemon;
 pub mod deliver;
+pub mod eval;
 pub mod heartbeat;
 pub mod init;
 pub mod inspect;

@@ -197,6 +197,24 @@ pub struct AgentOverrides {
     pub allow_commands: Vec<String>,
     #[serde(default)]
     pub session: Session,
+    /// Whether the first model call of a run must call a tool; default `tool` when the routine
+    /// has tools.
+    pub first_call: Option<FirstCall>,
+    /// Retries of a read-only tool call (file_read, file_list, http_request GET, memory_recall)
+    /// that failed for a reason that may pass (a timeout, a 5xx, a reset connection); default 2.
+    pub tool_retries: Option<u32>,
+}
+
+/// What the first model call of a routine run may answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FirstCall {
+    /// It must call a tool (`tool_choice: required`, or an instruction where the provider
+    /// refuses that), so the answer rests on what a tool returned.
+    #[default]
+    Tool,
+    /// The model decides.
+    Auto,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]

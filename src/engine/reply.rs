@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Engine, RunOptions};
-use crate::agent::{Agent, AgentError, ReplyCheck, SilentToken, TurnStats};
+use crate::agent::{Agent, AgentError, CallRecord, ReplyCheck, SilentToken, ToolStatus, TurnStats};
 use crate::routine::Routine;
 
 /// The check of a run: the one of its options, else its routine's silent token.
@@ -14,7 +14,8 @@ pub(super) fn check_of(routine: &Routine, opts: &RunOptions) -> Arc<dyn ReplyChe
 
 impl Engine {
     /// [`Engine::attempts`], then the reply check's second look at a silent reply: a nudge
-    /// when no tool ran (small models answer the token at once), and a review after checks
+    /// when no tool looked at anything (small models answer the token at once; SPEC §8
+    /// Grounding: for every routine with tools), and a review after checks
     /// (small models answer the token even after reading an ERROR line). `earlier` receives the
     /// stats of the turns and calls before the last.
     #[allow(clippy::too_many_arguments)]
@@ -32,7 +33,7 @@ impl Engine {
         if !check.is_silent(&reply) {
             return Ok(reply);
         }
-        if agent.last_turn().tool_calls == 0 && !agent.tool_specs().is_empty() {
+        if !looked(agent.last_calls()) && !agent.tool_specs().is_empty() {
             if let Some(nudge) = check.nudge() {
                 *earlier = agent.last_turn();
                 reply = self.attempts(routine, agent, &nudge, run_id, deadline).await?;
@@ -47,4 +48,10 @@ impl Engine {
         }
         Ok(reply)
     }
+}
+
+/// Whether a tool call of the turn looked at something: it ran, successfully or not. Refused,
+/// unknown, malformed and repeated calls looked at nothing.
+fn looked(calls: &[CallRecord]) -> bool {
+    calls.iter().any(|c| matches!(c.status, ToolStatus::Success | ToolStatus::Failed))
 }

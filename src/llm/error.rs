@@ -14,6 +14,10 @@ pub enum LlmError {
     NotFound { url: String, model: String, message: String },
     #[error("the model API refused the request (HTTP {status}): {message}")]
     BadRequest { status: u16, message: String },
+    /// A 4xx answer naming `tool_choice` to a request that required a tool call: the server
+    /// does not take the field. The same request without it may pass.
+    #[error("the model API does not accept `tool_choice` (HTTP {status}): {message}")]
+    ToolChoiceRefused { status: u16, message: String },
     #[error("rate limited by the model API (HTTP 429): {message}{}", retry_hint(.retry_after))]
     RateLimited { retry_after: Option<Duration>, message: String },
     #[error("the model server failed (HTTP {status}): {message}")]

@@ -87,6 +87,56 @@ pub fn parse(text: &str, accept: &dyn Fn(&str) -> bool) -> Option<Parsed> {
     None
 }
 
+/// The call of a reply that is nothing but one call: the whole text as JSON, also inside
+/// `<tool_call>` tags or a code fence, naming a tool `accept` takes. Prose around the JSON, or
+/// several calls, make it no call: in native mode a call quoted in a reply's prose must never be
+/// run, only a reply that is entirely a call may be taken as one.
+pub fn whole(text: &str, accept: &dyn Fn(&str) -> bool) -> Option<ToolCall> {
+    let mut t = text.trim();
+    if let Some(inner) = t.strip_prefix("<tool_call>") {
+        t = inner.trim();
+        t = t.strip_suffix("</tool_call>").unwrap_or(t).trim();
+    }
+    if let Some(inner) = t.strip_prefix("```") {
+        let inner = inner.strip_prefix("json").or_else(|| inner.strip_prefix("JSON")).unwrap_or(inner);
+        t = inner.trim().strip_suffix("```")?.trim();
+    }
+    let value = serde_json::from_str::<Value>(t).ok()?;
+    let mut calls = calls_in(&value);
+    if calls.len() != 1 || !accept(&calls[0].name) {
+        return None;
+    }
+    calls.pop()
+}
+
+/// Whether `text` holds something shaped like a tool call: a `<tool_call>` tag, or a JSON object
+/// naming a tool together with its arguments (`{"name": ..., "arguments": ...}`, the OpenAI
+/// `{"function": {...}}` or `{"tool_calls": [...]}`). Such text is not an answer.
+pub fn mentions_call(text: &str) -> bool {
+    if text.contains("<tool_call>") || text.contains("</tool_call>") {
+        return true;
+    }
+    objects(text)
+        .take(MAX_OBJECTS_SCANNED)
+        .any(|(a, b)| serde_json::from_str::<Value>(&text[a..b]).is_ok_and(|v| call_shaped(&v)))
+}
+
+/// How many JSON objects of one reply [`mentions_call`] looks at.
+const MAX_OBJECTS_SCANNED: usize = 64;
+
+/// A call with its arguments written out: an object with only a `name` is more likely data.
+fn call_shaped(v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    if o.get("tool_calls").is_some_and(Value::is_array) {
+        return true;
+    }
+    if o.get("function").and_then(Value::as_object).is_some_and(|f| f.get("name").is_some_and(Value::is_string)) {
+        return true;
+    }
+    let named = ["name", "tool", "tool_name", "function"].iter().any(|k| o.get(*k).is_some_and(Value::is_string));
+    named && ["arguments", "args", "parameters", "input"].iter().any(|k| o.contains_key(*k))
+}
+
 fn strip_fence_open(s: &str) -> &str {
     let t = s.trim_end();
     for fence in ["```json", "```JSON", "```"] {
@@ -159,39 +209,53 @@ fn fenced_blocks(text: &str) -> Vec<(usize, usize)> {
     out
 }
 
-/// Byte span of the first balanced `{...}` (strings and escapes respected).
+/// Byte span of the first balanced `{...}` that is valid JSON (strings and escapes respected).
 fn first_object(text: &str) -> Option<(usize, usize)> {
-    let bytes = text.as_bytes();
+    objects(text).next()
+}
+
+/// Byte spans of the balanced `{...}` of `text` that are valid JSON, outermost first, in order.
+fn objects(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut search = 0;
-    while let Some(rel) = text[search..].find('{') {
-        let start = search + rel;
-        let (mut depth, mut in_str, mut esc) = (0usize, false, false);
-        for (i, &b) in bytes.iter().enumerate().skip(start) {
-            if in_str {
-                match (esc, b) {
-                    (true, _) => esc = false,
-                    (false, b'\\') => esc = true,
-                    (false, b'"') => in_str = false,
-                    _ => {}
+    std::iter::from_fn(move || {
+        while let Some(rel) = text.get(search..)?.find('{') {
+            let start = search + rel;
+            match balanced_end(text.as_bytes(), start) {
+                Some(end) if serde_json::from_str::<Value>(&text[start..end]).is_ok() => {
+                    search = end;
+                    return Some((start, end));
                 }
-                continue;
-            }
-            match b {
-                b'"' => in_str = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        if serde_json::from_str::<Value>(&text[start..=i]).is_ok() {
-                            return Some((start, i + 1));
-                        }
-                        break;
-                    }
-                }
-                _ => {}
+                _ => search = start + 1,
             }
         }
-        search = start + 1;
+        None
+    })
+}
+
+/// The end (exclusive) of the balanced object opening at `start`.
+fn balanced_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
     }
     None
 }
@@ -240,6 +304,34 @@ mod tests {
         assert_eq!(parse(r#"{"name": "weather", "arguments": {}}"#, &known), None);
         assert_eq!(parse("The answer is 42.", &known), None);
         assert_eq!(parse("{broken", &known), None);
+    }
+
+    #[test]
+    fn a_whole_reply_is_a_call_only_when_nothing_else_is_in_it() {
+        let known = |n: &str| n == "file_read";
+        let call = r#"{"name": "file_read", "arguments": {"path": "a"}}"#;
+        for text in [
+            call.to_string(),
+            format!("<tool_call>\n{call}\n</tool_call>"),
+            format!("```json\n{call}\n```"),
+            format!("<tool_call>\n{call}"),
+        ] {
+            let c = whole(&text, &known).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!((c.name.as_str(), c.arguments.as_str()), ("file_read", r#"{"path":"a"}"#));
+        }
+        assert_eq!(whole(&format!("I will read it: {call}"), &known), None, "prose around it");
+        assert_eq!(whole(&format!("[{call}, {call}]"), &known), None, "two calls");
+        assert_eq!(whole(r#"{"name": "rm", "arguments": {}}"#, &known), None, "unknown tool");
+    }
+
+    #[test]
+    fn call_shaped_text_is_found_anywhere_but_plain_data_is_not() {
+        assert!(mentions_call(r#"Sure. {"name": "wc", "arguments": {"file": "x"}} done"#));
+        assert!(mentions_call("<tool_call>\n</tool_call>"));
+        assert!(mentions_call(r#"{"function": {"name": "a", "arguments": "{}"}}"#));
+        assert!(!mentions_call(r#"The record is {"name": "Alice", "age": 3}."#));
+        assert!(!mentions_call("Totals: {a} and {b}"));
+        assert!(!mentions_call("17 lines"));
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct ChatRequest {
     pub tools: std::sync::Arc<[ToolSpec]>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The answer must call a tool (`tool_choice: "required"` on the wire). Only meaningful with
+    /// `tools`; a provider that refuses it answers [`LlmError::ToolChoiceRefused`].
+    pub require_tool: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -161,5 +164,11 @@ pub trait Provider: Send + Sync {
             on_delta(StreamDelta::Text(text.clone()));
         }
         Ok(response)
+    }
+
+    /// Whether requests may carry `require_tool` (`tool_choice: "required"`): false once the
+    /// server refused it.
+    fn accepts_tool_choice(&self) -> bool {
+        true
     }
 }

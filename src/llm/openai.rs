@@ -1,5 +1,6 @@
 //! The client for OpenAI-compatible chat-completions APIs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -60,6 +61,9 @@ pub struct OpenAiProvider {
     max_reply: usize,
     /// The key, kept out of error messages a server echoes it in.
     key: Redactor,
+    /// The server answered a request carrying `tool_choice` with a 4xx naming it; later
+    /// requests of this provider (one per base URL and process) leave it out.
+    refuses_tool_choice: AtomicBool,
 }
 
 impl OpenAiProvider {
@@ -76,7 +80,14 @@ impl OpenAiProvider {
             builder.build().map_err(|e| LlmError::NotConfigured(format!("cannot build the HTTP client: {e}")))?;
         let url = format!("{}/chat/completions", options.base_url.trim_end_matches('/'));
         let key = Redactor::new(options.api_key.iter().map(|k| k.expose().to_string()));
-        Ok(OpenAiProvider { http, options, url, max_reply: DEFAULT_MAX_REPLY_BYTES, key })
+        Ok(OpenAiProvider {
+            http,
+            options,
+            url,
+            max_reply: DEFAULT_MAX_REPLY_BYTES,
+            key,
+            refuses_tool_choice: AtomicBool::new(false),
+        })
     }
 
     /// The same provider reading at most `bytes` of a reply body.
@@ -160,6 +171,11 @@ impl OpenAiProvider {
                 message,
             },
             429 => LlmError::RateLimited { retry_after, message },
+            400..=499 if body.get("tool_choice").is_some() && message.to_ascii_lowercase().contains("tool_choice") => {
+                warn!(status = code, "The model API does not accept tool_choice; leaving it out from now on.");
+                self.refuses_tool_choice.store(true, Ordering::Relaxed);
+                LlmError::ToolChoiceRefused { status: code, message }
+            }
             500..=599 => LlmError::Server { status: code, message },
             _ => LlmError::BadRequest { status: code, message },
         }
@@ -271,6 +287,10 @@ impl Provider for OpenAiProvider {
     async fn chat_stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
         let body = wire::request_body(request, true);
         self.with_retries(|| self.stream_once(&body, on_delta)).await
+    }
+
+    fn accepts_tool_choice(&self) -> bool {
+        !self.refuses_tool_choice.load(Ordering::Relaxed)
     }
 }
 

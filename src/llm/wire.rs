@@ -25,6 +25,9 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
             })
             .collect();
         body["tools"] = json!(tools);
+        if req.require_tool {
+            body["tool_choice"] = json!("required");
+        }
     }
     if stream {
         body["stream"] = json!(true);
@@ -165,7 +168,14 @@ mod tests {
     use crate::llm::Image;
 
     fn request(messages: Vec<Message>) -> ChatRequest {
-        ChatRequest { model: "m".into(), messages, tools: Arc::new([]), temperature: None, max_tokens: None }
+        ChatRequest {
+            model: "m".into(),
+            messages,
+            tools: Arc::new([]),
+            temperature: None,
+            max_tokens: None,
+            require_tool: false,
+        }
     }
 
     #[test]

@@ -188,6 +188,10 @@ fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
         std::io::ErrorKind::PermissionDenied => {
             ToolError::failed(format!("`{shown}` cannot be read: permission denied"))
         }
+        // A slow or busy file system (a network mount) may answer the next time.
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock => {
+            ToolError::transient(format!("`{shown}`: {e}"))
+        }
         _ => ToolError::System(format!("`{shown}`: {e}")),
     }
 }

@@ -26,7 +26,7 @@ pub fn format_result(result: &Result<String, ToolError>, lang: Language, max_cha
     let l = labels(lang);
     let text = match result {
         Ok(out) => out.clone(),
-        Err(ToolError::Failed { message, partial }) => match partial {
+        Err(ToolError::Failed { message, partial } | ToolError::Transient { message, partial }) => match partial {
             Some(p) if !p.is_empty() => format!("{} {message}\n{}\n{p}", l.failed, l.partial),
             _ => format!("{} {message}", l.failed),
         },

@@ -119,7 +119,7 @@ impl Tool for HttpRequest {
         let rules = NetRules::new(&ctx.policy.allowed_hosts);
         match tokio::time::timeout(Duration::from_secs(secs), fetch(&rules, request)).await {
             Ok(result) => result,
-            Err(_) => Err(ToolError::failed(format!(
+            Err(_) => Err(ToolError::transient(format!(
                 "{shown} timed out after {secs} s without a complete answer; the server may be slow or down (timeout_secs can be raised to {MAX_TIMEOUT_SECS})"
             ))),
         }
@@ -234,12 +234,16 @@ fn send_failure(hop: &Hop, e: &reqwest::Error) -> ToolError {
     while let Some(inner) = cause.source() {
         cause = inner;
     }
-    if e.is_connect() {
+    // Timeouts, refused or reset connections and answers cut short may pass; a bad URL or a
+    // redirect loop will not.
+    let transient = e.is_timeout() || e.is_connect() || e.is_request() || e.is_body();
+    let message = if e.is_connect() {
         let host = hop.url.host_str().unwrap_or("the host");
-        ToolError::failed(format!("{shown} failed: could not connect to {host}: {cause}"))
+        format!("{shown} failed: could not connect to {host}: {cause}")
     } else {
-        ToolError::failed(format!("{shown} failed: {cause}"))
-    }
+        format!("{shown} failed: {cause}")
+    };
+    if transient { ToolError::transient(message) } else { ToolError::failed(message) }
 }
 
 /// The status line and the body as text; 4xx and 5xx are failures with the
@@ -265,7 +269,7 @@ async fn respond(mut response: reqwest::Response) -> Result<String, ToolError> {
             Ok(None) => break,
             Err(e) => {
                 let text = String::from_utf8_lossy(&body).into_owned();
-                return Err(ToolError::Failed {
+                return Err(ToolError::Transient {
                     message: format!("HTTP {} from {}, then reading the body failed: {e}", status_text(status), url),
                     partial: (!text.is_empty()).then_some(text),
                 });
@@ -281,8 +285,12 @@ async fn respond(mut response: reqwest::Response) -> Result<String, ToolError> {
     };
     let described = if essence.is_empty() { size } else { format!("{essence}, {size}") };
     let line = format!("HTTP {} ({described})", status_text(status));
-    if status.is_client_error() || status.is_server_error() {
-        return Err(ToolError::Failed { message: line, partial: (!text.is_empty()).then_some(text) });
+    let partial = (!text.is_empty()).then_some(text.clone());
+    if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+        return Err(ToolError::Transient { message: line, partial });
+    }
+    if status.is_client_error() {
+        return Err(ToolError::Failed { message: line, partial });
     }
     Ok(if text.is_empty() { line } else { format!("{line}\n\n{text}") })
 }

@@ -32,6 +32,12 @@ fn refuse_engine_key(key: &str, tool: &str) -> Result<(), ToolError> {
 fn memory_error(e: MemoryError) -> ToolError {
     match e {
         MemoryError::Invalid(m) => ToolError::InvalidArgs(m),
+        // Another process holds the database for longer than the busy timeout.
+        MemoryError::Store(crate::store::StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) =>
+        {
+            ToolError::transient(format!("memory: the database is busy ({f}); try again"))
+        }
         other => ToolError::System(format!("memory: {other}")),
     }
 }

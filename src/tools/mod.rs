@@ -49,6 +49,11 @@ pub enum ToolError {
     /// produced before failing is kept.
     #[error("{message}")]
     Failed { message: String, partial: Option<String> },
+    /// The tool failed for a reason that may pass: a timeout, a 5xx answer, a reset
+    /// connection, a busy database. Read to the model like [`ToolError::Failed`]; a read-only
+    /// call that failed so may be made again ([`retry_safe`]).
+    #[error("{message}")]
+    Transient { message: String, partial: Option<String> },
     /// The arguments do not fit the schema.
     #[error("{0}")]
     InvalidArgs(String),
@@ -67,6 +72,26 @@ impl ToolError {
     pub fn failed(message: impl Into<String>) -> Self {
         ToolError::Failed { message: message.into(), partial: None }
     }
+
+    /// A failure that may pass if the call is made again.
+    pub fn transient(message: impl Into<String>) -> Self {
+        ToolError::Transient { message: message.into(), partial: None }
+    }
+
+    /// Whether making the same call again may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ToolError::Transient { .. })
+    }
+}
+
+/// The tools whose calls only look: one that failed for a passing reason may be made again.
+const RETRY_SAFE: [&str; 4] = ["file_read", "file_list", "http_request", "memory_recall"];
+
+/// Whether a call of `tool` whose effect is `effect` (the call's own, e.g. an http_request POST
+/// is mutating) may be made again after a [transient](ToolError::is_transient) failure: only
+/// reads of the read-only tools are, so a retry never repeats a change.
+pub fn retry_safe(tool: &str, effect: Effect) -> bool {
+    RETRY_SAFE.contains(&tool) && effect == Effect::ReadOnly
 }
 
 /// A path the policy refuses is a refusal the model reads.
@@ -322,6 +347,17 @@ mod tests {
         assert!(spec.parameters.get("$schema").is_none());
         let spec = SelfInfo.spec();
         assert_eq!(spec.parameters["properties"], json!({}));
+    }
+
+    #[test]
+    fn only_reads_of_read_only_tools_are_retried() {
+        assert!(retry_safe("file_read", Effect::ReadOnly));
+        assert!(retry_safe("http_request", Effect::ReadOnly));
+        assert!(!retry_safe("http_request", Effect::Mutating), "a POST is never sent twice");
+        assert!(!retry_safe("shell", Effect::ReadOnly));
+        assert!(!retry_safe("memory_store", Effect::Memory));
+        assert!(ToolError::transient("timed out").is_transient());
+        assert!(!ToolError::failed("no such file").is_transient());
     }
 
     #[test]

@@ -25,7 +25,12 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "commands",
         modules: &["main", "cli", "commands", "chat", "eval", "app"],
-        arrows: &[("main", &["cli", "commands", "chat", "app"]), ("commands", &["app"]), ("chat", &["app"])],
+        arrows: &[
+            ("main", &["cli", "commands", "chat", "app"]),
+            ("commands", &["app", "eval"]),
+            ("chat", &["app"]),
+            ("app", &["eval"]),
+        ],
     },
     Layer { name: "services", modules: &["daemon", "heartbeat", "status"], arrows: &[("daemon", &["heartbeat"])] },
     Layer { name: "engine", modules: &["engine"], arrows: &[] },

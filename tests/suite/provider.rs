@@ -21,6 +21,7 @@ fn request() -> ChatRequest {
         .into(),
         temperature: Some(0.2),
         max_tokens: Some(64),
+        require_tool: false,
     }
 }
 

@@ -45,6 +45,9 @@ impl LoadedRoutines {
     }
 }
 
+/// Most retries of one read-only tool call a routine may ask for.
+const MAX_TOOL_RETRIES: u32 = 10;
+
 /// Variables every template may read.
 pub const CONTEXT_ROOTS: [&str; 5] = ["routine", "trigger", "now", "vars", "run"];
 /// Variables delivery templates may read in addition (`error` is empty
@@ -302,6 +305,12 @@ fn check(
         diags.push(
             at.error(&["agent", "max_iterations"], "max_iterations must be at least 1")
                 .with_hint("it counts model calls per run; the engine default is 10"),
+        );
+    }
+    if let Some(n) = a.tool_retries.filter(|n| *n > MAX_TOOL_RETRIES) {
+        diags.push(
+            at.error(&["agent", "tool_retries"], format!("tool_retries {n} is more than {MAX_TOOL_RETRIES}"))
+                .with_hint("retries of a read-only tool wait longer each time; use 0 to 10 (default 2)"),
         );
     }
     for (i, c) in a.allow_commands.iter().enumerate() {

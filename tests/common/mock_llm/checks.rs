@@ -49,6 +49,44 @@ pub(super) fn validate(body: &Value, sections: Option<&[String]>, out: &mut Vec<
     if let Some(tools) = obj.get("tools") {
         validate_tools(tools, out);
     }
+    if let Some(choice) = obj.get("tool_choice") {
+        validate_tool_choice(choice, obj.get("tools"), out);
+    }
+}
+
+/// `tool_choice` as OpenAI takes it: `"none"`, `"auto"`, `"required"`, or
+/// `{"type": "function", "function": {"name": NAME}}` naming one of `tools`; never without tools.
+fn validate_tool_choice(choice: &Value, tools: Option<&Value>, out: &mut Vec<String>) {
+    let names: Vec<&str> = tools
+        .and_then(Value::as_array)
+        .map(|t| t.iter().filter_map(|t| t.pointer("/function/name").and_then(Value::as_str)).collect())
+        .unwrap_or_default();
+    if names.is_empty() {
+        out.push(format!("`tool_choice` is {} but the request has no `tools`", describe(Some(choice))));
+    }
+    match choice {
+        Value::String(s) if ["none", "auto", "required"].contains(&s.as_str()) => {}
+        Value::Object(o) => {
+            if o.get("type").and_then(Value::as_str) != Some("function") {
+                out.push(format!("`tool_choice.type` must be \"function\", got {}", describe(o.get("type"))));
+            }
+            match o.get("function").and_then(|f| f.get("name")).and_then(Value::as_str) {
+                Some(name) if names.contains(&name) => {}
+                Some(name) => out.push(format!("`tool_choice.function.name` {name:?} is not one of the tools {names:?}")),
+                None => out.push(format!(
+                    "`tool_choice.function.name` must be a string, got {}",
+                    describe(o.get("function").and_then(|f| f.get("name")))
+                )),
+            }
+            if o.len() != 2 {
+                out.push("`tool_choice` object must have exactly `type` and `function`".to_string());
+            }
+        }
+        other => out.push(format!(
+            "`tool_choice` must be \"none\", \"auto\", \"required\" or {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}, got {}",
+            describe(Some(other))
+        )),
+    }
 }
 
 fn has_content(m: &serde_json::Map<String, Value>) -> bool {

@@ -24,6 +24,12 @@
 //!   ("unexpected EOF during chunk size line"); no `finish_reason` chunk and no `[DONE]`.
 //! - Empty queue: HTTP 500 with the error message "mock: no scripted reply left", and a
 //!   violation.
+//! - After [`MockLlm::refuse_tool_choice`]: a request carrying `tool_choice` gets HTTP 400
+//!   `"tool_choice" is not supported by this server` and consumes no scripted reply.
+//!
+//! `tool_choice` is checked on every request: `"none"`, `"auto"`, `"required"`, or
+//! `{"type": "function", "function": {"name"}}` naming one of the request's `tools`, and
+//! never in a request without `tools`.
 //!
 //! A user message may carry images in the content-parts form; each part is checked to the exact
 //! wire shape (`{"type":"text","text"}` beside `{"type":"image_url","image_url":{"url":"data:image/
@@ -104,6 +110,8 @@ struct ServerState {
     headers: Vec<Vec<(String, String)>>,
     violations: Vec<String>,
     sections: Option<Vec<String>>,
+    /// Answer every request carrying `tool_choice` with a 400 naming it ([`MockLlm::refuse_tool_choice`]).
+    refuse_tool_choice: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -194,6 +202,13 @@ impl MockLlm {
     /// each as a whole line (surrounding whitespace ignored), in this order.
     pub fn expect_sections(&self, headings: &[&str]) {
         self.shared.state().sections = Some(headings.iter().map(|h| h.to_string()).collect());
+    }
+
+    /// From now on, answer every request that carries `tool_choice` with HTTP 400
+    /// `"tool_choice" is not supported by this server`, as servers without it do, without
+    /// consuming a scripted reply (the request is still recorded and checked).
+    pub fn refuse_tool_choice(&self) {
+        self.shared.state().refuse_tool_choice = true;
     }
 
     /// Every problem found so far.

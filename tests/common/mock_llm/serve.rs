@@ -157,6 +157,14 @@ fn plan(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Planned {
     let stream = value.get("stream") == Some(&Value::Bool(true));
     let include_usage = value.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
     let model = value.get("model").and_then(Value::as_str).unwrap_or(MOCK_MODEL).to_string();
+    if st.refuse_tool_choice && value.get("tool_choice").is_some() {
+        st.violations.extend(problems.into_iter().map(|p| format!("request #{index}: {p}")));
+        st.requests.push(value);
+        st.headers.push(header_pairs(headers));
+        shared.count_tx.send_replace(index + 1);
+        let refusal = super::reply::error(400, "\"tool_choice\" is not supported by this server");
+        return Planned { index, reply: Some(refusal), call_ids: Vec::new(), stream, include_usage, model };
+    }
     let reply = st.queue.pop_front();
     if reply.is_none() {
         problems.push("no scripted reply left (queue empty); answered HTTP 500".to_string());
@@ -175,12 +183,7 @@ fn plan(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Planned {
     };
     st.violations.extend(problems.into_iter().map(|p| format!("request #{index}: {p}")));
     st.requests.push(value);
-    st.headers.push(
-        headers
-            .iter()
-            .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
-            .collect(),
-    );
+    st.headers.push(header_pairs(headers));
     // Publish while still holding the lock so the count only ever grows.
     shared.count_tx.send_replace(index + 1);
     Planned { index, reply, call_ids, stream, include_usage, model }
@@ -223,6 +226,14 @@ fn huge_response(bytes: usize, stream: bool) -> Response {
     let mut response = Response::new(Body::from_stream(body));
     set_header(&mut response, "content-type", content_type);
     response
+}
+
+/// The headers of a request, by lower-case name.
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect()
 }
 
 /// A body that sends `parts`, pauses briefly so they are flushed, then fails, which makes

@@ -28,6 +28,7 @@ fn request() -> ChatRequest {
         tools: Vec::new().into(),
         temperature: None,
         max_tokens: None,
+        require_tool: false,
     }
 }
 

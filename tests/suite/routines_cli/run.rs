@@ -139,9 +139,11 @@ async fn a_silent_reply_delivers_nothing_and_exits_0() {
         "routines/watch.yaml",
         "prompt: Anything new? If not, say NO_REPLY.\ndeliver:\n  - file: { path: out/watch.md }\n",
     );
-    mock.push(text("NO_REPLY"));
+    mock.push_all([tool_call("file_list", json!({})), text("NO_REPLY")]);
     let o = p.run_async(["run", "watch"]).await;
-    o.success().stdout_is("").stderr_is("running watch...\nrun 1: silent (nothing to report; nothing delivered)\n");
+    o.success().stdout_is("").stderr_is(
+        "running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent (nothing to report; nothing delivered)\n",
+    );
     assert!(!p.path().join("out").exists());
     let show = p.show(1).await;
     assert_eq!((&show["status"], &show["deliveries"]), (&json!("silent"), &json!([])));

@@ -1,0 +1,175 @@
+//! The first call of a grounded turn (SPEC §4 `agent.first_call`, §8 Grounding): with
+//! `first_call: tool` the model's first reply must call a tool, so that what the routine
+//! delivers rests on what a tool returned rather than on a guess.
+//!
+//! Where the provider takes `tool_choice: "required"`, it enforces the rule. Where it cannot
+//! (`tool_calls: json`, or a server that refused the field), the task carries an instruction,
+//! and a first reply that calls no tool is asked once more.
+
+use crate::config::routine_file::FirstCall;
+use crate::config::{Language, ToolCallMode};
+use crate::llm::{ChatRequest, Message, Role};
+
+/// How the first model call of one turn is made to call a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FirstCallRule {
+    /// No rule: the model decides (chat, `first_call: auto`, an agent without tools).
+    Free,
+    /// `tool_choice: "required"`: the provider enforces it.
+    Required,
+    /// An instruction with the task, and one more request when the first reply calls no tool.
+    Instructed {
+        /// The one more request was made.
+        reasked: bool,
+    },
+}
+
+impl FirstCallRule {
+    /// The rule of a turn of an agent set to `first_call`, with or without tools.
+    pub(super) fn for_turn(first_call: FirstCall, has_tools: bool, mode: ToolCallMode, accepts_choice: bool) -> Self {
+        match (first_call, has_tools, mode) {
+            (FirstCall::Auto, _, _) | (_, false, _) => FirstCallRule::Free,
+            (FirstCall::Tool, true, ToolCallMode::Native) if accepts_choice => FirstCallRule::Required,
+            (FirstCall::Tool, true, _) => FirstCallRule::Instructed { reasked: false },
+        }
+    }
+
+    /// Shapes the first request of the turn: `tool_choice`, or the instruction. A request
+    /// without tools (they were withheld) is left alone.
+    pub(super) fn shape(self, request: &mut ChatRequest, mode: ToolCallMode, lang: Language) {
+        let offers_tools = !request.tools.is_empty() || mode == ToolCallMode::Json;
+        match self {
+            FirstCallRule::Required if offers_tools => request.require_tool = true,
+            FirstCallRule::Instructed { .. } if offers_tools => append_user(&mut request.messages, instruction(lang)),
+            _ => {}
+        }
+    }
+
+    /// The rule after the provider refused `tool_choice`: the same request goes again with the
+    /// instruction instead.
+    pub(super) fn refused(request: &mut ChatRequest, lang: Language) -> Self {
+        request.require_tool = false;
+        append_user(&mut request.messages, instruction(lang));
+        FirstCallRule::Instructed { reasked: false }
+    }
+
+    /// Whether a first reply that called no tool is asked again (once); the rule remembers it.
+    pub(super) fn reask(&mut self) -> bool {
+        match self {
+            FirstCallRule::Instructed { reasked } if !*reasked => {
+                *reasked = true;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// What the first request of an instructed turn adds to the task.
+pub(super) fn instruction(lang: Language) -> &'static str {
+    match lang {
+        Language::En => {
+            "Start by calling a tool to get the facts this task needs; do not answer before you have a tool result."
+        }
+        Language::Zh => "请先调用工具获取本任务所需的事实；在拿到工具结果之前不要作答。",
+    }
+}
+
+/// What asks again when the first reply of an instructed turn called no tool.
+pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str {
+    match (lang, mode) {
+        (Language::En, ToolCallMode::Json) => {
+            "Do not answer from memory or by guessing. Call a tool now: reply with only the JSON of the call."
+        }
+        (Language::En, ToolCallMode::Native) => {
+            "Do not answer from memory or by guessing. Call a tool now to get the facts."
+        }
+        (Language::Zh, ToolCallMode::Json) => "不要凭记忆或猜测作答。现在调用工具：只回复该调用的 JSON。",
+        (Language::Zh, ToolCallMode::Native) => "不要凭记忆或猜测作答。现在调用工具获取事实。",
+    }
+}
+
+/// Adds `text` to the last message when it is the user's (one user message reads best to small
+/// models), else as a user message of its own. Only the request changes, never the history.
+pub(super) fn append_user(messages: &mut Vec<Message>, text: &str) {
+    match messages.last_mut() {
+        Some(m) if m.role == Role::User => {
+            let content = m.content.get_or_insert_with(String::new);
+            content.push_str("\n\n");
+            content.push_str(text);
+        }
+        _ => messages.push(Message::user(text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(tools: bool) -> ChatRequest {
+        let spec = crate::llm::ToolSpec {
+            name: "file_read".into(),
+            description: "read".into(),
+            parameters: serde_json::json!({"type": "object"}),
+        };
+        ChatRequest {
+            model: "m".into(),
+            messages: vec![Message::system("s"), Message::user("Count the lines of a.txt.")],
+            tools: if tools { vec![spec].into() } else { Vec::new().into() },
+            temperature: None,
+            max_tokens: None,
+            require_tool: false,
+        }
+    }
+
+    #[test]
+    fn the_rule_follows_the_setting_the_tools_and_the_provider() {
+        use FirstCallRule::*;
+        let native = ToolCallMode::Native;
+        assert_eq!(FirstCallRule::for_turn(FirstCall::Tool, true, native, true), Required);
+        assert_eq!(FirstCallRule::for_turn(FirstCall::Tool, true, native, false), Instructed { reasked: false });
+        assert_eq!(
+            FirstCallRule::for_turn(FirstCall::Tool, true, ToolCallMode::Json, true),
+            Instructed { reasked: false }
+        );
+        assert_eq!(FirstCallRule::for_turn(FirstCall::Tool, false, native, true), Free);
+        assert_eq!(FirstCallRule::for_turn(FirstCall::Auto, true, native, true), Free);
+    }
+
+    #[test]
+    fn required_sets_tool_choice_and_instructed_adds_to_the_task() {
+        let mut r = request(true);
+        FirstCallRule::Required.shape(&mut r, ToolCallMode::Native, Language::En);
+        assert!(r.require_tool);
+        assert_eq!(r.messages.len(), 2);
+
+        let mut r = request(true);
+        FirstCallRule::Instructed { reasked: false }.shape(&mut r, ToolCallMode::Native, Language::En);
+        assert!(!r.require_tool);
+        assert_eq!(r.messages[1].text(), format!("Count the lines of a.txt.\n\n{}", instruction(Language::En)));
+
+        let mut r = request(false);
+        FirstCallRule::Required.shape(&mut r, ToolCallMode::Native, Language::En);
+        assert!(!r.require_tool, "no tools offered, nothing to require");
+    }
+
+    #[test]
+    fn a_refusal_turns_into_the_instruction_and_the_reask_happens_once() {
+        let mut r = request(true);
+        r.require_tool = true;
+        let mut rule = FirstCallRule::refused(&mut r, Language::Zh);
+        assert!(!r.require_tool);
+        assert!(r.messages[1].text().ends_with(instruction(Language::Zh)));
+        assert!(rule.reask());
+        assert!(!rule.reask());
+        assert!(!FirstCallRule::Required.reask(), "a provider that enforces the rule is trusted");
+    }
+
+    #[test]
+    fn appending_after_a_tool_result_adds_a_user_message() {
+        let mut messages = vec![Message::system("s"), Message::tool_result("call_1", "17")];
+        append_user(&mut messages, "answer now");
+        assert_eq!(messages.len(), 3);
+        assert_eq!((messages[2].role, messages[2].text()), (Role::User, "answer now"));
+    }
+}

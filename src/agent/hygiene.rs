@@ -1,0 +1,222 @@
+//! Final-answer hygiene (SPEC §8, Grounding): what a final reply may not carry to the output.
+//!
+//! Small models end turns with things that are not answers: a tool call written as text (JSON
+//! shaped like a call, `<tool_call>` tags, a fenced JSON call), pieces of their chat template
+//! (`<|im_end|>`, a made-up `<tool_response>`), their reasoning (`<think>`), or nothing at all.
+//! [`settle`] judges a final reply: a clean answer, a call to run, or a reply to ask again for.
+
+use crate::config::Language;
+use crate::llm::{ToolCall, json_calls};
+
+/// What a final reply (one without native tool calls) turns out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// An answer, cleaned of template tokens and reasoning.
+    Answer(String),
+    /// The whole reply is one call of a known tool written as text.
+    Call(ToolCall),
+    /// Not an answer.
+    Bad(BadReply),
+}
+
+/// Why a final reply is not an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadReply {
+    /// Nothing, an empty JSON value, or only template tokens.
+    Empty,
+    /// A tool call written as text, not one the engine may run (a call inside prose, or of a
+    /// tool this agent does not have).
+    CallAsText,
+    /// The whole reply repeats, as text, a call already made in this turn.
+    RepeatedCall,
+}
+
+impl BadReply {
+    /// What the run's error says when the reply stayed bad after one more request.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BadReply::Empty => "its final reply was empty",
+            BadReply::CallAsText => "its final reply was a tool call written as text, not an answer",
+            BadReply::RepeatedCall => "its final reply repeated, as text, a tool call it had already made",
+        }
+    }
+
+    /// The kind of the note recorded when the agent asks again.
+    pub(super) fn note_kind(self) -> &'static str {
+        match self {
+            BadReply::Empty => "empty_reply",
+            BadReply::CallAsText => "call_as_text",
+            BadReply::RepeatedCall => "repeated_call_as_text",
+        }
+    }
+
+    /// Whether the request that asks again goes out without tools: after an empty reply or a
+    /// repeated call the model has what it needs and must answer; after a call in prose it may
+    /// still make that call properly.
+    pub(super) fn withholds_tools(self) -> bool {
+        !matches!(self, BadReply::CallAsText)
+    }
+
+    /// The message that asks again.
+    pub(super) fn request(self, lang: Language) -> &'static str {
+        match (self, lang) {
+            (BadReply::Empty | BadReply::RepeatedCall, Language::En) => {
+                "Now give your final answer in plain words, based on the tool results above. Do not call tools."
+            }
+            (BadReply::Empty | BadReply::RepeatedCall, Language::Zh) => {
+                "请根据上面的工具结果，用平实的文字给出最终答案，不要再调用工具。"
+            }
+            (BadReply::CallAsText, Language::En) => {
+                "Do not write tool calls as text: they are not run. If you need a tool, call it through the tool-calling interface; otherwise reply with the final answer in plain words."
+            }
+            (BadReply::CallAsText, Language::Zh) => {
+                "不要把工具调用写成文本：那样不会被执行。如果需要工具，请通过工具调用接口调用；否则请用平实的文字给出最终答案。"
+            }
+        }
+    }
+}
+
+/// Judges a final reply. `known` says which tool names this agent has: a reply that is entirely
+/// one call of such a tool may be run ([`Verdict::Call`]); any other call-shaped text is
+/// [`BadReply::CallAsText`]. Reasoning blocks and chat-template tokens are removed from an
+/// answer; what is left empty is [`BadReply::Empty`].
+pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
+    let text = strip_thinking(reply);
+    if let Some(call) = json_calls::whole(&text, known) {
+        return Verdict::Call(call);
+    }
+    let text = strip_template(&text);
+    if json_calls::mentions_call(&text) {
+        return Verdict::Bad(BadReply::CallAsText);
+    }
+    if is_empty(&text) {
+        return Verdict::Bad(BadReply::Empty);
+    }
+    Verdict::Answer(text)
+}
+
+/// Nothing, or an empty JSON value some models emit instead of an answer.
+fn is_empty(text: &str) -> bool {
+    matches!(text.trim(), "" | "{}" | "[]" | "\"\"" | "null")
+}
+
+/// Removes `<think>...</think>` blocks (reasoning some servers leave in the content), and
+/// everything before a lone `</think>`.
+pub(super) fn strip_thinking(text: &str) -> String {
+    let mut out = text.to_string();
+    while let Some(start) = out.find("<think>") {
+        match out[start..].find("</think>") {
+            Some(end) => out.replace_range(start..start + end + "</think>".len(), ""),
+            // Unclosed: the rest is reasoning that never reached an answer.
+            None => out.truncate(start),
+        }
+    }
+    if let Some(end) = out.find("</think>") {
+        out.replace_range(..end + "</think>".len(), "");
+    }
+    out.trim().to_string()
+}
+
+/// Tags that end what the model meant to say: past them it imitates the conversation (the
+/// next turn, a made-up tool result).
+const CUT_AT: [&str; 6] = ["<tool_response>", "<start_of_turn>", "<end_of_turn>", "[INST]", "</s>", "<|"];
+/// Tags removed wherever they stand.
+const REMOVE: [&str; 4] = ["</tool_response>", "<tool_call>", "</tool_call>", "<s>"];
+
+/// The reply without chat-template tokens: a leading `<|im_start|>assistant` line goes, the reply
+/// ends at the first token that starts or ends a turn (`<|im_end|>`, `<|endoftext|>`,
+/// `<|im_start|>`, `<tool_response>`, ...), and stray call tags are removed.
+pub(super) fn strip_template(text: &str) -> String {
+    let mut t = text.trim_start();
+    while let Some(rest) = t.strip_prefix("<|") {
+        // `<|im_start|>assistant\n`, `<|assistant|>`: a turn header before the answer.
+        let Some(close) = rest.find("|>") else { break };
+        let after = &rest[close + 2..];
+        let header_word = after.split('\n').next().unwrap_or("");
+        t = if ["assistant", "system", "user"].contains(&header_word.trim()) {
+            after.get(header_word.len()..).unwrap_or("")
+        } else {
+            after
+        }
+        .trim_start();
+    }
+    let end = CUT_AT.iter().filter_map(|tag| t.find(tag)).min().unwrap_or(t.len());
+    let mut out = t[..end].to_string();
+    for tag in REMOVE {
+        out = out.replace(tag, "");
+    }
+    out.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known(name: &str) -> bool {
+        name == "file_read"
+    }
+
+    #[test]
+    fn a_clean_answer_passes_as_it_is() {
+        assert_eq!(settle("The file has 17 lines.", &known), Verdict::Answer("The file has 17 lines.".into()));
+        let data = r#"Top user: {"name": "Alice", "visits": 3}"#;
+        assert_eq!(settle(data, &known), Verdict::Answer(data.into()), "JSON data is not a call");
+    }
+
+    #[test]
+    fn a_whole_reply_call_of_a_known_tool_is_a_call() {
+        for reply in [
+            r#"{"name": "file_read", "arguments": {"path": "a.txt"}}"#,
+            "<tool_call>\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}\n</tool_call>",
+            "```json\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
+            "<think>I should read it.</think>\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}",
+        ] {
+            let Verdict::Call(call) = settle(reply, &known) else { panic!("{reply}") };
+            assert_eq!((call.name.as_str(), call.arguments.as_str()), ("file_read", r#"{"path":"a.txt"}"#));
+        }
+    }
+
+    #[test]
+    fn a_call_in_prose_or_of_an_unknown_tool_is_never_a_call_nor_an_answer() {
+        for reply in [
+            "Let me read it: {\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}",
+            "I will read it.\n```json\n{\"name\": \"file_read\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
+            r#"{"name": "file_write", "arguments": {"path": "a.txt", "content": "x"}}"#,
+            "<tool_call>\n{\"name\": \"wc\", \"arguments\": {}}\n</tool_call>",
+        ] {
+            assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::CallAsText), "{reply}");
+        }
+    }
+
+    #[test]
+    fn template_tokens_never_reach_the_answer() {
+        let cases = [
+            ("17 lines.<|im_end|>", "17 lines."),
+            ("17 lines.<|im_end|>\n<|im_start|>user\nthanks<|im_end|>", "17 lines."),
+            ("<|im_start|>assistant\n17 lines.", "17 lines."),
+            ("17 lines.<|endoftext|>", "17 lines."),
+            ("17 lines.\n<tool_response>\nmade up\n</tool_response>", "17 lines."),
+            ("17 lines.</tool_call>", "17 lines."),
+            ("<think>count them</think>17 lines.", "17 lines."),
+            ("long reasoning</think>\n17 lines.", "17 lines."),
+        ];
+        for (reply, answer) in cases {
+            assert_eq!(settle(reply, &known), Verdict::Answer(answer.into()), "{reply}");
+        }
+    }
+
+    #[test]
+    fn nothing_left_is_an_empty_reply() {
+        for reply in ["", "  ", "{}", "null", "<tool_response></tool_response>", "<|im_end|>", "<think>hmm"] {
+            assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::Empty), "{reply:?}");
+        }
+    }
+
+    #[test]
+    fn asking_again_after_a_call_in_prose_keeps_the_tools() {
+        assert!(!BadReply::CallAsText.withholds_tools());
+        assert!(BadReply::Empty.withholds_tools());
+        assert!(BadReply::RepeatedCall.request(Language::En).contains("final answer"));
+        assert!(BadReply::CallAsText.request(Language::Zh).contains("工具调用接口"));
+    }
+}

@@ -1,0 +1,133 @@
+//! Final-answer hygiene: a final reply is an answer, never a tool call written as text, never
+//! chat-template tokens, never nothing.
+
+use routines::agent::{AgentError, BadReply, RunEvent, ToolStatus};
+use routines::config::Autonomy;
+use serde_json::json;
+
+use super::{ROUTINE_SECTIONS, notes, routine_agent};
+use crate::common::mock_llm::{text, tool_call};
+use crate::common::{Harness, last_message};
+
+const READ_A: &str = r#"{"name": "file_read", "arguments": {"path": "a.txt"}}"#;
+
+async fn harness() -> Harness {
+    let h = Harness::new().await;
+    h.mock.expect_sections(&ROUTINE_SECTIONS);
+    h.write("a.txt", "one\ntwo\nthree\n");
+    h
+}
+
+fn tool_events(h: &Harness) -> Vec<(String, ToolStatus)> {
+    h.events
+        .all()
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::ToolCall { tool, status, .. } => Some((tool, status)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_that_is_only_a_call_in_tool_call_tags_is_run_as_the_call() {
+    let h = harness().await;
+    h.mock.push_all([text(&format!("<tool_call>\n{READ_A}\n</tool_call>")), text("3 lines")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "3 lines");
+    let reqs = h.mock.requests();
+    let messages = reqs[1]["messages"].as_array().unwrap();
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], "file_read");
+    assert_eq!(messages[2]["content"], serde_json::Value::Null, "the call's text is not kept as prose");
+    assert_eq!(messages[3]["content"], "one\ntwo\nthree\n");
+    assert_eq!(tool_events(&h), [("file_read".to_string(), ToolStatus::Success)]);
+    assert_eq!(notes(&h), ["tool_call_in_text"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_quoted_in_prose_is_never_executed_nor_delivered() {
+    let h = harness().await;
+    let prose = r#"I will save it now: {"name": "file_write", "arguments": {"path": "x.txt", "content": "pwned"}}"#;
+    h.mock.push_all([text(prose), text("I could not save anything.")]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let reply = agent.process_message("Save a note.").await.unwrap();
+    assert_eq!(reply, "I could not save anything.");
+    assert!(!h.workspace().join("x.txt").exists(), "a call quoted in prose must never run");
+    assert!(tool_events(&h).is_empty());
+    let reqs = h.mock.requests();
+    let ask = last_message(&reqs[1]);
+    assert_eq!(ask["role"], "user");
+    assert_eq!(
+        ask["content"],
+        "Save a note.\n\nDo not write tool calls as text: they are not run. If you need a tool, call it through the tool-calling interface; otherwise reply with the final answer in plain words."
+    );
+    assert!(reqs[1].get("tools").is_some(), "it may still make the call properly");
+    assert!(reqs[1]["messages"].as_array().unwrap().iter().all(|m| m["content"] != prose));
+    assert_eq!(notes(&h), ["call_as_text"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_repeated_as_text_is_answered_with_one_request_for_the_final_answer() {
+    let h = harness().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "a.txt"})), text(READ_A), text("3 lines")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "3 lines");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].get("tools").is_none(), "only an answer will do now");
+    assert_eq!(
+        last_message(&reqs[2])["content"],
+        "Now give your final answer in plain words, based on the tool results above. Do not call tools."
+    );
+    assert_eq!(tool_events(&h).len(), 1, "the repeated call is not run again");
+    assert_eq!(notes(&h), ["repeated_call_as_text"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_tokens_and_reasoning_are_never_delivered() {
+    let h = harness().await;
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        text("<think>Three newlines.</think>a.txt has 3 lines.<|im_end|>\n<|im_start|>user\nthanks<|im_end|>"),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "a.txt has 3 lines.");
+    assert_eq!(agent.history().last().unwrap().text(), "a.txt has 3 lines.", "the history holds the clean answer");
+    assert_eq!(notes(&h), ["reply_cleaned"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_after_tool_calls_gets_one_more_request() {
+    let h = harness().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "a.txt"})), text(""), text("3 lines")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "3 lines");
+    let reqs = h.mock.requests();
+    assert!(reqs[2].get("tools").is_none());
+    assert_eq!(notes(&h), ["empty_reply"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_still_empty_when_asked_again_is_an_error_not_an_empty_answer() {
+    let h = harness().await;
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        text("<tool_response></tool_response>"),
+        text("{}"),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let err = agent.process_message("How many lines has a.txt?").await.unwrap_err();
+    assert!(matches!(err, AgentError::NoAnswer(BadReply::Empty)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "the model gave no usable final answer: its final reply was empty, also when asked once more"
+    );
+    assert!(agent.history().is_empty(), "a failed turn does not join the history");
+    assert_eq!(notes(&h), ["empty_reply", "empty_reply"]);
+    h.mock.assert_clean();
+}

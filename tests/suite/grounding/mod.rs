@@ -1,0 +1,46 @@
+//! Grounding (SPEC §8, issue 14): the first call of a routine turn calls a tool, final replies
+//! are answers (never a call written as text, template tokens or nothing), a silent reply rests
+//! on a check, and read-only tools are retried when they fail for a passing reason.
+
+mod first_call;
+mod hygiene;
+mod retries;
+mod runs;
+
+use routines::agent::{Agent, RunEvent};
+use routines::config::Autonomy;
+use routines::config::routine_file::FirstCall;
+
+use crate::common::Harness;
+
+/// An agent in routine mode with `first_call: tool`, as a routine run builds it.
+fn routine_agent(h: &Harness, autonomy: Autonomy) -> Agent {
+    let mut agent = h.agent(autonomy, |o, _| o.first_call = FirstCall::Tool);
+    agent.set_routine_name("check");
+    agent.set_silent_token(Some("NO_REPLY".into()));
+    agent
+}
+
+/// The kinds of the notes recorded, in order.
+fn notes(h: &Harness) -> Vec<&'static str> {
+    h.events
+        .all()
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::Note { kind, .. } => Some(kind),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The system prompt headings of routine mode.
+const ROUTINE_SECTIONS: [&str; 8] = [
+    "## Identity",
+    "## Tools",
+    "## Safety",
+    "## Memory",
+    "## Environment",
+    "## Decision principles",
+    "## Language",
+    "## Routine execution",
+];

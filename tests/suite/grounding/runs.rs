@@ -1,0 +1,90 @@
+//! Grounding in routine runs through the binary: the first call requires a tool, a silent
+//! reply that looked at nothing is not believed, an answer that never comes fails the run, and
+//! the two routine fields are validated.
+
+use serde_json::{Value, json};
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
+
+const WATCH: &str = "prompt: Check notes.txt for anything urgent. If there is nothing, reply NO_REPLY.\n\
+                     agent: { tools: [file_read, file_list] }\ndeliver:\n  - file: { path: out.md }\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_reply_that_looked_at_nothing_is_asked_to_check_first() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "URGENT: renew the certificate today\n");
+    mock.push_all([
+        text("NO_REPLY"),
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("Renew the certificate today."),
+    ]);
+    let o = p.run_async(["run", "watch"]).await;
+    o.success().stdout_is("Renew the certificate today.\n");
+    assert_eq!(p.read("out.md"), "Renew the certificate today.\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    let choices: Vec<Value> = reqs.iter().map(|r| r.get("tool_choice").cloned().unwrap_or(Value::Null)).collect();
+    assert_eq!(choices, [json!("required"), json!("required"), Value::Null], "each turn starts grounded");
+    let nudge = crate::common::last_message(&reqs[1]);
+    assert_eq!(
+        nudge["content"],
+        "You answered NO_REPLY without looking at anything. Use the tools now to check what the task is about, then answer as the task says."
+    );
+    mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_reply_after_a_check_is_believed() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "nothing new\n");
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("**NO_REPLY**")]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent");
+    assert!(!p.path().join("out.md").exists());
+    assert_eq!(mock.request_count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_call_auto_leaves_the_choice_to_the_model() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/poem.yaml", "prompt: Write a haiku about Mondays.\nagent: { first_call: auto }\n");
+    mock.push(text("Coffee steam rises"));
+    p.run_async(["run", "poem"]).await.success().stdout_is("Coffee steam rises\n");
+    assert!(mock.requests()[0].get("tool_choice").is_none());
+    assert!(mock.requests()[0].get("tools").is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_model_never_answers_fails_with_a_clear_error() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "x\n");
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text(""), text("<|im_end|>")]);
+    let o = p.run_async(["run", "watch"]).await;
+    o.code(1).stdout_is("").stderr_has(
+        "error: run 1 failed: the model gave no usable final answer: its final reply was empty, also when asked once more\n",
+    );
+    assert!(!p.path().join("out.md").exists());
+    let show = p.show(1).await;
+    assert_eq!(show["status"], "failed");
+    let notes: Vec<&Value> = show["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "note").collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+}
+
+#[tokio::test]
+async fn the_routine_fields_are_validated_with_locations() {
+    let p = Routines::offline();
+    p.write("routines/a.yaml", "prompt: hi\nagent:\n  first_call: tools\n  tool_retries: 50\n");
+    let o = p.run_async(["validate"]).await;
+    o.code(2).stdout_has(
+        "routines/a.yaml:3:15: unknown variant `tools`, expected `tool` or `auto` (at `agent.first_call`)\n  help: did you mean `tool`?\n",
+    );
+    p.write("routines/a.yaml", "prompt: hi\nagent:\n  first_call: auto\n  tool_retries: 50\n");
+    let o = p.run_async(["validate"]).await;
+    o.code(2).stdout_has("routines/a.yaml:4:17: tool_retries 50 is more than 10\n");
+}
