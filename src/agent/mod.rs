@@ -386,13 +386,31 @@ pub fn approach_key(routine: &str) -> String {
     format!("routine:{routine}:approach")
 }
 
-/// USER.md, SOUL.md and AGENT.md from the workspace, where present.
+/// Largest identity file read into the prompt.
+const MAX_IDENTITY_BYTES: u64 = 64 * 1024;
+
+/// USER.md, SOUL.md and AGENT.md from the workspace, where present. Each is read only inside
+/// the workspace, symlinks resolved, as a regular file: one that a checkout made a link to
+/// `/proc/self/environ` or any outside file is left out with a warning.
 fn identity_files(workspace: &std::path::Path) -> Vec<(String, String)> {
+    let Ok(root) = workspace.canonicalize() else { return Vec::new() };
     ["USER.md", "SOUL.md", "AGENT.md"]
         .iter()
         .filter_map(|name| {
-            let path: PathBuf = workspace.join(name);
-            let text = std::fs::read_to_string(path).ok()?;
+            let path: PathBuf = root.join(name);
+            let bytes = match crate::skills::read::read_inside(&root, &path, MAX_IDENTITY_BYTES) {
+                Ok(bytes) => bytes,
+                Err(crate::skills::read::ReadError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    return None;
+                }
+                Err(e) => {
+                    tracing::warn!(file = name, error = %e, "Identity file left out of the prompt.");
+                    return None;
+                }
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             (!text.trim().is_empty()).then(|| ((*name).to_string(), text))
         })
         .collect()

@@ -13,8 +13,11 @@ use crate::llm::Provider;
 use crate::memory::Memory;
 use crate::policy::{Grants, PathError, Policy, Redactor};
 use crate::routine::Routine;
+use crate::sandbox::{Sandbox, SandboxPolicy};
 use crate::skills::{Catalog, SkillError};
-use crate::tools::{Registry, Schedule, ScheduleScope, ShellSettings, SkillTool, Tool, safe_env, tool_names};
+use crate::tools::{
+    Registry, Schedule, ScheduleScope, ShellSandbox, ShellSettings, SkillTool, Tool, safe_env, tool_names,
+};
 
 /// Why an agent could not be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +66,7 @@ impl AgentSetup<'_> {
         };
         opts.tool_retries = o.and_then(|o| o.tool_retries).unwrap_or(super::DEFAULT_TOOL_RETRIES);
         let autonomy = o.and_then(|o| o.autonomy).unwrap_or(c.agent.autonomy);
-        let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?;
+        let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?.with_protected(&c.engine_files());
         policy.allowed_commands = c.security.allowed_commands.clone();
         policy.allowed_hosts = c.security.allowed_hosts.clone();
         let catalog = Arc::new(Catalog::load(&c.skills_dir, &c.base_dir, &tool_names()));
@@ -115,10 +118,21 @@ impl AgentSetup<'_> {
     }
 }
 
-/// The shell tool's settings of a config: its timeout, and a clean
-/// environment plus the variables `security.shell_env` passes through.
+/// The shell tool's settings of a config: its timeout, a clean environment plus the variables
+/// `security.shell_env` passes through, and the sandbox of `security.sandbox` (detected once per
+/// process): the engine's own files read-only, the data folder, home folders and forbidden
+/// paths out of sight, the network only with `security.shell_network`.
 pub fn shell_settings(c: &Config, env: &dyn Env) -> ShellSettings {
     let passed: Vec<(String, String)> =
         c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
-    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed) }
+    let sandbox = match Sandbox::detect(c.security.sandbox) {
+        Ok(sandbox) => {
+            let mut hidden = SandboxPolicy::home_dirs();
+            hidden.extend(c.forbidden_paths.iter().cloned());
+            hidden.push(c.data_dir.clone());
+            ShellSandbox::Ready { sandbox, read_only: c.engine_files(), hidden, network: c.security.shell_network }
+        }
+        Err(e) => ShellSandbox::Unavailable(e.to_string()),
+    };
+    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed), sandbox }
 }

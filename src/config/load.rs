@@ -102,6 +102,9 @@ pub struct Config {
     pub security: SecuritySettings,
     /// `forbidden_paths` with `~` expanded and made absolute.
     pub forbidden_paths: Vec<PathBuf>,
+    /// `security.protected_paths` with `~` expanded and made absolute (relative ones from the
+    /// config file's folder).
+    pub protected_paths: Vec<PathBuf>,
     pub mail: Option<MailSettings>,
     pub server: ServerSettings,
     pub limits: LimitSettings,
@@ -120,6 +123,28 @@ impl Config {
     /// Defaults for when no config file exists, rooted at `dir`.
     pub fn defaults(dir: &Path, env: &dyn Env) -> Result<Config, ConfigError> {
         resolve(None, dir, ConfigFile::default(), None, env)
+    }
+
+    /// The files and folders that govern the engine, which no tool and no shell command may
+    /// write (SPEC §8): the config file, `routines_dir`, `templates_dir`, `skills_dir`,
+    /// `data_dir`, the heartbeat checklist, the identity files and `.git/config` and
+    /// `.git/hooks` of the workspace, and `security.protected_paths`. Paths that do not exist
+    /// yet are listed too: they must not be created either.
+    pub fn engine_files(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.file.iter().cloned().collect();
+        paths.extend([&self.routines_dir, &self.templates_dir, &self.skills_dir, &self.data_dir].map(PathBuf::clone));
+        let checklist = &self.heartbeat.checklist;
+        paths.push(match self.file.as_ref().and_then(|f| f.parent()) {
+            Some(dir) if checklist.is_relative() => dir.join(checklist),
+            _ => self.base_dir.join(checklist),
+        });
+        for name in ["HEARTBEAT.md", "USER.md", "SOUL.md", "AGENT.md", ".git/config", ".git/hooks"] {
+            paths.push(self.workspace.join(name));
+        }
+        paths.extend(self.protected_paths.iter().cloned());
+        paths.sort();
+        paths.dedup();
+        paths
     }
 
     /// Path of the SQLite database.
@@ -366,6 +391,9 @@ fn resolve(
         })
         .collect();
 
+    let protected_paths =
+        raw.security.protected_paths.iter().map(|p| base.join(expand_tilde(Path::new(p), env))).collect();
+
     Ok(Config {
         file: file.map(Path::to_path_buf),
         base_dir: base.to_path_buf(),
@@ -380,6 +408,7 @@ fn resolve(
         agent: raw.agent,
         security: raw.security,
         forbidden_paths,
+        protected_paths,
         mail: raw.mail,
         server: raw.server,
         limits: raw.limits,

@@ -14,6 +14,7 @@ pub mod routine_file;
 
 use std::path::PathBuf;
 
+use crate::sandbox::SandboxMode;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -206,6 +207,15 @@ pub struct SecuritySettings {
     /// environment is otherwise only a safe PATH, HOME and LANG).
     #[serde(default)]
     pub shell_env: Vec<String>,
+    /// Where shell commands run (SPEC §8): `auto`, `bwrap`, `landlock` or `none`.
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+    /// Paths no tool may write, beyond the engine's own files.
+    #[serde(default)]
+    pub protected_paths: Vec<String>,
+    /// Whether shell commands may use the network (`http_request` is the checked way out).
+    #[serde(default)]
+    pub shell_network: bool,
 }
 
 impl Default for SecuritySettings {
@@ -215,6 +225,9 @@ impl Default for SecuritySettings {
             forbidden_paths: default_forbidden_paths(),
             allowed_hosts: Vec::new(),
             shell_env: Vec::new(),
+            sandbox: SandboxMode::default(),
+            protected_paths: Vec::new(),
+            shell_network: false,
         }
     }
 }

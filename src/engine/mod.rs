@@ -131,6 +131,12 @@ impl Engine {
 
     /// The agent of a routine: overrides applied, routine mode, grants.
     pub fn agent_for(&self, routine: &Routine) -> Result<Agent, EngineError> {
+        if self.config.security.sandbox == crate::sandbox::SandboxMode::None {
+            tracing::warn!(
+                routine = %routine.name,
+                "security.sandbox is none: shell commands of this run have no OS sandbox."
+            );
+        }
         let setup = AgentSetup {
             config: &self.config,
             provider: self.provider.clone(),

@@ -26,6 +26,9 @@ pub enum HeartbeatError {
         #[source]
         source: std::io::Error,
     },
+    /// The checklist resolves outside its folder, is not a regular file, or is too large.
+    #[error("the checklist is not read: {0}")]
+    ChecklistRefused(#[source] crate::skills::read::ReadError),
     #[error("cannot read memory for the greeting: {0}")]
     Memory(#[from] MemoryError),
     /// A state the code rules out was reached: a bug.
@@ -39,7 +42,7 @@ impl HeartbeatError {
     pub fn exit_code(&self) -> u8 {
         match self {
             HeartbeatError::Engine(e) => e.exit_code(),
-            HeartbeatError::Hours(_) | HeartbeatError::Checklist { .. } => 2,
+            HeartbeatError::Hours(_) | HeartbeatError::Checklist { .. } | HeartbeatError::ChecklistRefused(_) => 2,
             HeartbeatError::Store(_) | HeartbeatError::Memory(_) | HeartbeatError::Bug(_) => 1,
         }
     }
@@ -48,6 +51,9 @@ impl HeartbeatError {
     pub fn hint(&self) -> Option<String> {
         match self {
             HeartbeatError::Engine(e) => e.hint(),
+            HeartbeatError::ChecklistRefused(_) => {
+                Some("make the checklist a regular file inside the workspace (not a link to a file elsewhere)".into())
+            }
             HeartbeatError::Checklist { .. } => {
                 Some("heartbeat.checklist names it; a relative path is read from the config file's folder".into())
             }

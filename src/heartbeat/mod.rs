@@ -20,6 +20,7 @@ use crate::engine::{Engine, RunOptions, RunReport};
 use crate::routine::reserved::{GREETING, HEARTBEAT as NAME};
 use crate::routine::schedule::Every;
 use crate::routine::{Overlap, Routine, RoutineFile, TriggerContext};
+use crate::skills::read::{ReadError, read_inside};
 use crate::store::{NewRun, RunKind, RunOutcome, RunStatus};
 
 pub use error::HeartbeatError;
@@ -68,12 +69,34 @@ pub fn prepare(config: &Config, now: DateTime<Utc>, force: bool) -> Result<Resul
         }
     }
     let path = checklist_path(config);
-    match std::fs::read_to_string(&path) {
+    match read_checklist(config, &path) {
         Ok(text) if text.trim().is_empty() => Ok(Err(Quiet::EmptyChecklist(path))),
         Ok(text) => Ok(Ok(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Quiet::NoChecklist(path))),
-        Err(source) => Err(HeartbeatError::Checklist { path, source }),
+        Err(ReadError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Err(Quiet::NoChecklist(path)))
+        }
+        Err(ReadError::Io { source, .. }) => Err(HeartbeatError::Checklist { path, source }),
+        Err(refused) => Err(HeartbeatError::ChecklistRefused(refused)),
     }
+}
+
+/// Largest checklist read: a checklist is a page of Markdown.
+const MAX_CHECKLIST_BYTES: u64 = 256 * 1024;
+
+/// The checklist's text, read only where it was put: inside the workspace when it lies there
+/// (else inside its own folder), symlinks resolved, a regular file. A checklist that a
+/// checkout turned into a link to `/proc/self/environ` or any outside file is refused.
+fn read_checklist(config: &Config, path: &std::path::Path) -> Result<String, ReadError> {
+    let io = |source| ReadError::Io { path: path.to_path_buf(), source };
+    let workspace = config.workspace.canonicalize().map_err(io)?;
+    let folder = path.parent().unwrap_or(std::path::Path::new("/"));
+    let root = match folder.canonicalize() {
+        Ok(dir) if dir.starts_with(&workspace) => workspace,
+        Ok(dir) => dir,
+        Err(source) => return Err(io(source)),
+    };
+    let bytes = read_inside(&root, path, MAX_CHECKLIST_BYTES)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The lean prompt of a beat. The checklist comes first and the ok token

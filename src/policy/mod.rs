@@ -53,6 +53,9 @@ pub struct Policy {
     forbidden: Vec<PathBuf>,
     pub allowed_commands: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    /// The engine's own files and `security.protected_paths`, literal and canonical forms:
+    /// readable, never written by a tool.
+    protected: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -72,7 +75,29 @@ impl Policy {
                 forms
             })
             .collect();
-        Ok(Policy { autonomy, workspace, forbidden, allowed_commands: Vec::new(), allowed_hosts: Vec::new() })
+        Ok(Policy {
+            autonomy,
+            workspace,
+            forbidden,
+            allowed_commands: Vec::new(),
+            allowed_hosts: Vec::new(),
+            protected: Vec::new(),
+        })
+    }
+
+    /// The same policy, refusing writes to `paths` and everything under them.
+    pub fn with_protected(mut self, paths: &[PathBuf]) -> Self {
+        self.protected = paths
+            .iter()
+            .flat_map(|p| {
+                let mut forms = vec![p.clone()];
+                if let Ok(c) = p.canonicalize() {
+                    forms.push(c);
+                }
+                forms
+            })
+            .collect();
+        self
     }
 
     pub fn workspace(&self) -> &Path {
@@ -140,6 +165,20 @@ impl Policy {
     /// refuses it if it leaves the workspace or touches a forbidden path.
     pub fn resolve_path(&self, input: &str) -> Result<PathBuf, PathError> {
         paths::confine(&self.workspace, &self.forbidden, input)
+    }
+
+    /// Resolves a path a tool will write: [`Policy::resolve_path`]'s rules, and never one of the
+    /// engine's own files, anything inside a `.git` folder (its config and hooks run programs),
+    /// or an existing file with other hard links (writing it would change a file elsewhere).
+    pub fn resolve_write_path(&self, input: &str) -> Result<PathBuf, PathError> {
+        let path = self.resolve_path(input)?;
+        let in_git =
+            path.strip_prefix(&self.workspace).is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == ".git"));
+        if in_git || paths::under_any(&self.protected, &path) {
+            return Err(PathError::Protected { input: input.into() });
+        }
+        paths::refuse_hard_link(&path, input)?;
+        Ok(path)
     }
 
     /// Whether a path already resolved is forbidden (for listings).

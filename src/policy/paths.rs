@@ -12,6 +12,15 @@ pub enum PathError {
     Outside { input: String, workspace: PathBuf },
     #[error("`{input}` is a forbidden path")]
     Forbidden { input: String },
+    /// A write to the engine's own files (config, routines, templates, skills, data, identity
+    /// files, `.git` internals, `security.protected_paths`).
+    #[error(
+        "`{input}` is one of the engine's own files, which no tool may write; write your result elsewhere in the workspace"
+    )]
+    Protected { input: String },
+    /// A regular file with more than one name: it may be a file from outside the workspace.
+    #[error("`{input}` has other hard links (it may be a file from outside the workspace); it is not used")]
+    HardLinked { input: String },
     #[error("`{input}` is not a usable path: {reason}")]
     Invalid { input: String, reason: String },
 }
@@ -105,6 +114,17 @@ fn lexical(p: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// Refuses an existing regular file with more than one hard link: a link made inside the
+/// workspace to a file outside it would otherwise let a tool read or change that file. A path
+/// that does not exist yet passes.
+pub fn refuse_hard_link(path: &Path, input: &str) -> Result<(), PathError> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && meta.nlink() > 1 => Err(PathError::HardLinked { input: input.into() }),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

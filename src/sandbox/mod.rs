@@ -41,7 +41,7 @@ use registry::{CallGuard, Registry};
 use std::os::fd::AsRawFd;
 
 /// The `security.sandbox` setting: which mechanism runs shell commands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxMode {
     /// The best mechanism that works here: bubblewrap, then Landlock.

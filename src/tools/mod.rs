@@ -36,7 +36,7 @@ pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use schedule::{Schedule, ScheduleScope};
 pub use self_info::SelfInfo;
-pub use shell::{Shell, ShellSettings, safe_env};
+pub use shell::{Shell, ShellSandbox, ShellSettings, safe_env};
 pub use skill::SkillTool;
 pub use write::{FileEdit, FileWrite, write_atomic};
 
@@ -133,7 +133,10 @@ impl ToolContext {
     /// is the error when neither takes it.
     pub fn resolve_read_path(&self, input: &str) -> Result<PathBuf, PathError> {
         match self.policy.resolve_path(input) {
-            Ok(p) => Ok(p),
+            Ok(p) => {
+                crate::policy::paths::refuse_hard_link(&p, input)?;
+                Ok(p)
+            }
             Err(e @ PathError::Outside { .. }) if Path::new(input).is_absolute() => self
                 .read_roots
                 .iter()

@@ -1,13 +1,18 @@
-//! `shell`: one command, run without a shell, in the workspace.
+//! `shell`: one command, run without a shell, in the workspace, inside the OS sandbox.
 //!
 //! The command line is split into argv (after the policy checked it with the
 //! command rules) and executed directly: no shell, so nothing is expanded or
-//! chained. The child gets a clean environment (a safe PATH, HOME, LANG and
-//! the variables `security.shell_env` names), its own process group, and
-//! `agent.shell_timeout`; at the timeout, on cancellation, and after it exits,
-//! the whole group is killed, so no grandchild outlives the call.
+//! chained. It runs inside the sandbox of `security.sandbox` (SPEC §8): it
+//! writes only the workspace, never the engine's own files, sees no home
+//! folder, forbidden path or the engine's data, and has no network unless
+//! `security.shell_network`. The child gets a clean environment (a safe PATH,
+//! HOME, LANG and the variables `security.shell_env` names), its own process
+//! group, and `agent.shell_timeout`; at the timeout, on cancellation, and after
+//! it exits, everything it started is killed, so nothing outlives the call.
+//! Where no sandbox works and `security.sandbox` is not `none`, every call is
+//! refused with the fix.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +24,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Tool, ToolContext, ToolError};
 use crate::policy::{CallInfo, Effect, command};
+use crate::sandbox::{Sandbox, SandboxPolicy};
 
 /// Output kept from one command (stdout and stderr together).
 const MAX_OUTPUT_BYTES: usize = 256 * 1024;
@@ -56,7 +62,7 @@ impl Tool for Shell {
         if let Some(arg) = ctx.policy.forbidden_argument(parsed.argv.get(1..).unwrap_or_default(), &ctx.workspace) {
             return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
         }
-        let out = run(&parsed.argv, &ctx.workspace, &ctx.shell.env, ctx.shell.timeout).await?;
+        let out = run(&parsed.argv, &ctx.workspace, &ctx.shell).await?;
         let mut text = String::from_utf8_lossy(&out.bytes).into_owned();
         if out.truncated {
             text.push_str(&format!("\n[output cut at {} KB]", MAX_OUTPUT_BYTES / 1024));
@@ -87,11 +93,34 @@ pub struct ShellSettings {
     pub timeout: Duration,
     /// The child's whole environment.
     pub env: Vec<(String, String)>,
+    /// Where commands run.
+    pub sandbox: ShellSandbox,
+}
+
+/// The sandbox of shell commands, decided once per engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShellSandbox {
+    /// Commands run with `sandbox` (which may be `none` by choice): the workspace writable
+    /// except `read_only`, `hidden` out of sight, the network only with `network`.
+    Ready { sandbox: Sandbox, read_only: Vec<PathBuf>, hidden: Vec<PathBuf>, network: bool },
+    /// No sandbox works here and `security.sandbox` asks for one: every call is refused
+    /// with this reason, which names the fix.
+    Unavailable(String),
 }
 
 impl Default for ShellSettings {
+    /// No sandbox (unit tests of the tool; engines build theirs from the config).
     fn default() -> Self {
-        ShellSettings { timeout: Duration::from_secs(120), env: safe_env(None, &[]) }
+        ShellSettings {
+            timeout: Duration::from_secs(120),
+            env: safe_env(None, &[]),
+            sandbox: ShellSandbox::Ready {
+                sandbox: Sandbox::none(),
+                read_only: Vec::new(),
+                hidden: Vec::new(),
+                network: true,
+            },
+        }
     }
 }
 
@@ -132,25 +161,43 @@ fn kill_group(pgid: i32) {
     }
 }
 
-async fn run(argv: &[String], cwd: &Path, env: &[(String, String)], timeout: Duration) -> Result<Output, ToolError> {
-    let Some((program, rest)) = argv.split_first() else {
+async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings) -> Result<Output, ToolError> {
+    let Some(program) = argv.first() else {
         return Err(ToolError::InvalidArgs("the command is empty".into()));
     };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(rest)
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    let (sandbox, read_only, hidden, network) = match &settings.sandbox {
+        ShellSandbox::Ready { sandbox, read_only, hidden, network } => (sandbox, read_only, hidden, *network),
+        ShellSandbox::Unavailable(reason) => {
+            return Err(ToolError::Refused(format!(
+                "shell commands run only inside an OS sandbox and none works on this machine: {reason}"
+            )));
+        }
+    };
+    let policy = SandboxPolicy {
+        workspace: cwd.to_path_buf(),
+        writable: vec![cwd.to_path_buf()],
+        read_only: read_only.clone(),
+        hidden: hidden.clone(),
+        network,
+        env: settings.env.clone(),
+        cwd: cwd.to_path_buf(),
+    };
+    let mut prepared = sandbox
+        .command(&policy, argv)
+        .map_err(|e| ToolError::System(format!("cannot prepare the sandbox for `{program}`: {e}")))?;
+    prepared
+        .command_mut()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+    let mut sandboxed = prepared.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::failed(format!("command `{program}` was not found")),
         std::io::ErrorKind::PermissionDenied => ToolError::failed(format!("command `{program}` cannot be executed")),
         _ => ToolError::System(format!("cannot start `{program}`: {e}")),
     })?;
+    let child = sandboxed.child_mut();
     let pgid = child.id().and_then(|id| i32::try_from(id).ok()).unwrap_or(0);
     let guard = GroupGuard(pgid);
 
@@ -159,11 +206,11 @@ async fn run(argv: &[String], cwd: &Path, env: &[(String, String)], timeout: Dur
         child.stdout.take().map(|s| tokio::spawn(collect(s, buffer.clone()))),
         child.stderr.take().map(|s| tokio::spawn(collect(s, buffer.clone()))),
     ];
-    let (status, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
+    let (status, timed_out) = match tokio::time::timeout(settings.timeout, sandboxed.wait()).await {
         Ok(status) => (status.ok(), false),
         Err(_) => {
             kill_group(pgid);
-            (child.wait().await.ok(), true)
+            (sandboxed.wait().await.ok(), true)
         }
     };
     // Anything the command left running goes with it; that also closes the pipes.
@@ -198,5 +245,23 @@ async fn collect(mut pipe: impl AsyncRead + Unpin, buffer: Arc<Mutex<(Vec<u8>, b
                 // Keep reading past the cap so the child never blocks on a full pipe.
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Autonomy;
+    use crate::policy::Policy;
+
+    #[tokio::test]
+    async fn without_a_working_sandbox_every_call_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ToolContext::for_test(Policy::new(Autonomy::Full, dir.path(), &[]).unwrap());
+        ctx.shell.sandbox = ShellSandbox::Unavailable("help: install bubblewrap: `apt-get install bubblewrap`".into());
+        let args = ShellArgs { command: "touch made.txt".into() };
+        let Err(ToolError::Refused(reason)) = Shell.call(args, &ctx).await else { panic!("the call was not refused") };
+        assert!(reason.contains("apt-get install bubblewrap"), "{reason}");
+        assert!(!dir.path().join("made.txt").exists(), "the command ran");
     }
 }

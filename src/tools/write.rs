@@ -44,7 +44,7 @@ impl Tool for FileWrite {
     }
 
     async fn call(&self, args: FileWriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path)?;
+        let path = ctx.policy.resolve_write_path(&args.path)?;
         if args.content.len() > MAX_WRITE_BYTES {
             return Err(ToolError::failed(format!("content is larger than {MAX_WRITE_BYTES} bytes")));
         }
@@ -100,7 +100,7 @@ impl Tool for FileEdit {
     }
 
     async fn call(&self, args: FileEditArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_path(&args.path)?;
+        let path = ctx.policy.resolve_write_path(&args.path)?;
         if args.old_string.is_empty() {
             return Err(ToolError::InvalidArgs("old_string is empty; give the exact text to replace".into()));
         }

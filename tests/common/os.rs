@@ -11,6 +11,20 @@ pub fn process_is_running(pid: i32) -> bool {
     }
 }
 
+/// The host pids of running processes whose command line holds `arg` as one argument. A
+/// process inside a PID namespace (the shell sandbox) has another pid there; it is found by
+/// what it runs.
+pub fn processes_with_arg(arg: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .filter(|pid| process_is_running(*pid))
+        .collect()
+}
+
 /// A port on 127.0.0.1 that nobody listens on right now.
 pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -47,7 +47,7 @@ const LAYERS: &[Layer] = &[
     Layer {
         name: "foundation",
         modules: &["config", "store", "clock", "diag", "yaml", "sandbox"],
-        arrows: &[("config", &["yaml", "diag"]), ("yaml", &["diag"])],
+        arrows: &[("config", &["yaml", "diag", "sandbox"]), ("yaml", &["diag"])],
     },
 ];
 

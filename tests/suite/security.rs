@@ -53,6 +53,7 @@ impl Setup {
         opts.shell = ShellSettings {
             timeout: self.shell_timeout,
             env: safe_env(Some("/nonexistent"), &[("SAFE_VAR".into(), "visible".into())]),
+            ..ShellSettings::default()
         };
         let mut agent = Agent::new(provider, Registry::builtin(), Arc::new(policy), opts);
         agent.set_memory(Some(h.memory.clone()));

@@ -17,6 +17,7 @@ use super::template::Templates;
 use super::{Routine, RoutineFile, reserved};
 use crate::config::Config;
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::sandbox::SandboxMode;
 use crate::skills::Catalog;
 use crate::yaml::{self, SourceMap};
 use attach::check_attach;
@@ -126,6 +127,25 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
     }
     if let Some((_, source)) = inline {
         check_builtin_deliveries(config, source, &templates, &mut out.diagnostics);
+    }
+    if config.security.sandbox == SandboxMode::None {
+        let (file, line, col) = match inline {
+            Some((_, source)) => {
+                let at = Locator { source: source.clone(), prefix: Vec::new() };
+                let (line, col) = at.locate(&["security", "sandbox"]);
+                (shown(&source.file, config), line, col)
+            }
+            None => (config.file.as_ref().map_or_else(|| "routines.yaml".into(), |f| shown(f, config)), 1, 1),
+        };
+        out.warnings.push(
+            Diagnostic::new(
+                &file,
+                line,
+                col,
+                "warning: `security.sandbox: none`: shell commands run without an OS sandbox",
+            )
+            .with_hint("a command the model writes can then read and write anything this user can; use `auto`"),
+        );
     }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
     out.warnings = std::mem::take(&mut out.warnings).sorted();

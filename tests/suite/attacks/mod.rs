@@ -3,5 +3,6 @@
 //! files and mail delivered, in the logs, or in the next request the model received; each
 //! has a benign counterpart that must still work.
 
+mod engine_files;
 mod provider;
 mod records;
