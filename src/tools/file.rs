@@ -12,6 +12,8 @@ use crate::policy::{CallInfo, Effect};
 
 /// Largest file `file_read` opens.
 const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;
+/// Largest file whose lines `file_read` counts to the end when it reads a range.
+const COUNT_ALL_BYTES: u64 = 64 * 1024 * 1024;
 /// Most entries `file_list` returns.
 const MAX_LIST_ENTRIES: usize = 500;
 
@@ -54,6 +56,9 @@ impl Tool for FileRead {
 }
 
 fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::fs::OpenOptionsExt;
+
     // Small models fill in every field, `"offset": 0, "limit": 0`, to mean
     // the whole file; zero lines is never what they want.
     let limit = args.limit.filter(|l| *l > 0);
@@ -62,6 +67,13 @@ fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
     if meta.is_dir() {
         return Err(ToolError::failed(format!("`{}` is a directory; use file_list to see what it holds", args.path)));
     }
+    // Only regular files: a FIFO would block the run, a device or socket has effects or no end.
+    // Checked before opening (never open them) and again on the open file (the one read).
+    let not_regular =
+        || ToolError::Refused(format!("`{}` is not a regular file; only regular files are read", args.path));
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
     if meta.len() > MAX_READ_BYTES && offset.is_none() && limit.is_none() {
         return Err(ToolError::failed(format!(
             "`{}` is {} bytes, larger than {MAX_READ_BYTES}; read a range with offset and limit",
@@ -69,24 +81,79 @@ fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
             meta.len()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| io_failure(&args.path, &e))?;
-    if bytes[..bytes.len().min(8192)].contains(&0) {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io_failure(&args.path, &e))?;
+    if !file.metadata().map_err(|e| io_failure(&args.path, &e))?.is_file() {
+        return Err(not_regular());
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let head = reader.fill_buf().map_err(|e| io_failure(&args.path, &e))?;
+    if head[..head.len().min(8192)].contains(&0) {
         return Err(ToolError::failed(format!("`{}` is a binary file, not text", args.path)));
     }
-    let text = String::from_utf8_lossy(&bytes);
+    // Chunk by chunk, keeping only the range asked for and at most MAX_READ_BYTES of it: memory
+    // stays bounded whatever the file's size or its longest line. Past the range, lines are
+    // counted on (for "of N") in files up to COUNT_ALL_BYTES.
+    let start = offset.unwrap_or(1);
+    let end = limit.map_or(usize::MAX, |l| start - 1 + l);
+    let count_all = meta.len() <= COUNT_ALL_BYTES;
+    let (mut out, mut number, mut cut, mut stopped, mut partial) = (Vec::new(), 1usize, false, false, false);
+    loop {
+        let chunk = reader.fill_buf().map_err(|e| io_failure(&args.path, &e))?;
+        if chunk.is_empty() {
+            break;
+        }
+        let len = chunk.len();
+        let mut from = 0;
+        while from < len {
+            let newline = chunk[from..].iter().position(|b| *b == b'\n').map(|i| from + i);
+            let to = newline.map_or(len, |i| i + 1);
+            if (start..=end).contains(&number) && !cut {
+                if out.len() + (to - from) > MAX_READ_BYTES as usize {
+                    cut = true;
+                } else {
+                    out.extend_from_slice(&chunk[from..to]);
+                }
+            }
+            partial = newline.is_none();
+            if newline.is_some() {
+                number += 1;
+            }
+            from = to;
+        }
+        reader.consume(len);
+        if (number > end || cut) && !count_all {
+            stopped = true;
+            break;
+        }
+    }
+    // `number` is the line the next byte would belong to: the count of lines is one less unless
+    // the last line has no newline.
+    let lines = if partial { number } else { number - 1 };
+    let text = String::from_utf8_lossy(&out);
     if offset.is_none() && limit.is_none() {
         return Ok(if text.is_empty() { format!("(`{}` is empty)", args.path) } else { text.into_owned() });
     }
-    let start = offset.unwrap_or(1);
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
-    if start > total {
-        return Err(ToolError::failed(format!("`{}` has {total} lines; offset {start} is past the end", args.path)));
+    if start > lines && !stopped {
+        return Err(ToolError::failed(format!("`{}` has {lines} lines; offset {start} is past the end", args.path)));
     }
-    let end = limit.map_or(total, |l| (start - 1 + l).min(total));
-    let mut out = lines[start - 1..end].join("\n");
-    out.push_str(&format!("\n(lines {start}-{end} of {total})"));
-    Ok(out)
+    let shown_lines =
+        out.iter().filter(|b| **b == b'\n').count() + usize::from(out.last().is_some_and(|b| *b != b'\n'));
+    let last = start + shown_lines.saturating_sub(1);
+    let mut shown = text.trim_end_matches('\n').to_string();
+    let inside_line = out.last().is_some_and(|b| *b != b'\n');
+    shown.push_str(&match (cut, stopped) {
+        (true, _) if inside_line => {
+            format!("\n(lines {start}-{last}; cut at {MAX_READ_BYTES} bytes inside line {last})")
+        }
+        (true, _) => format!("\n(lines {start}-{last}; cut at {MAX_READ_BYTES} bytes, read on from line {})", last + 1),
+        (false, true) => format!("\n(lines {start}-{last}; more lines follow)"),
+        (false, false) => format!("\n(lines {start}-{last} of {lines})"),
+    });
+    Ok(shown)
 }
 
 pub struct FileList;
@@ -227,6 +294,29 @@ mod tests {
             FileRead.call(args("bin", None, None), &c).await.unwrap_err(),
             ToolError::failed("`bin` is a binary file, not text")
         );
+    }
+
+    #[tokio::test]
+    async fn reads_only_regular_files_and_bounds_every_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = ctx(dir.path());
+        let args = |p: &str, o, l| FileReadArgs { path: p.into(), offset: o, limit: l };
+        // A FIFO is refused without being opened (opening it would block the run).
+        let fifo = std::ffi::CString::new(dir.path().join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let refused = FileRead.call(args("pipe", None, None), &c).await.unwrap_err();
+        assert_eq!(refused, ToolError::Refused("`pipe` is not a regular file; only regular files are read".into()));
+        // One 3 MB line: a range returns at most MAX_READ_BYTES and says where it stopped.
+        std::fs::write(dir.path().join("big.txt"), format!("{}\nend\n", "x".repeat(3 * 1024 * 1024))).unwrap();
+        let out = FileRead.call(args("big.txt", Some(1), Some(2)), &c).await.unwrap();
+        assert!(out.ends_with("x\n(lines 1-1; cut at 2097152 bytes inside line 1)"), "{}", &out[out.len() - 80..]);
+        assert!(out.len() <= 2 * 1024 * 1024 + 100, "at most MAX_READ_BYTES of the line: {}", out.len());
+        let out = FileRead.call(args("big.txt", Some(2), Some(1)), &c).await.unwrap();
+        assert_eq!(out, "end\n(lines 2-2 of 2)");
+        // A last line without a newline counts.
+        std::fs::write(dir.path().join("tail.txt"), "a\nb").unwrap();
+        assert_eq!(FileRead.call(args("tail.txt", Some(2), None), &c).await.unwrap(), "b\n(lines 2-2 of 2)");
     }
 
     #[tokio::test]

@@ -26,6 +26,7 @@
 mod destructive;
 mod git;
 mod lex;
+mod programs;
 mod wrappers;
 
 pub use destructive::destructive;

@@ -328,7 +328,19 @@ fn git_options_that_run_programs() {
     assert_eq!(err("git init --template=tpl"), R::GitExec("init --template".into()));
     assert_eq!(bases_with("git push -u origin main", &[]), ["git"]);
     assert_eq!(bases_with("git commit --template=msg.txt", &[]), ["git"]);
-    assert_eq!(bases_with("git -c http.proxy=http://proxy:3128 fetch", &[]), ["git"]);
+    // `-c` sets only inert keys (identity, display); anything else is refused, an abbreviated
+    // long option too.
+    assert_eq!(err("git -c http.proxy=http://proxy:3128 fetch"), R::GitConfig("http.proxy".into()));
+    assert_eq!(err("git fetch --upload-pa=evil origin"), R::GitExec("--upload-pack".into()));
+    assert_eq!(bases_with("git -c user.name=Bot commit -m x", &[]), ["git"]);
+    // Wrappers are unwrapped: the inner command is checked too.
+    assert_eq!(bases_with("setsid -f git status", &["setsid"]), ["setsid", "git"]);
+    assert_eq!(bases_with("ionice -c 3 git gc", &["ionice"]), ["ionice", "git"]);
+    assert_eq!(bases_with("taskset 0x1 git status", &["taskset"]), ["taskset", "git"]);
+    assert_eq!(bases_with("flock .lock git status", &["flock"]), ["flock", "git"]);
+    assert_eq!(bases_with("chrt -b 0 git status", &["chrt"]), ["chrt", "git"]);
+    assert!(matches!(err("flock -c 'id' .lock"), R::UnsupportedOption { .. }));
+    assert_eq!(err("unshare -r sh"), R::Privilege("unshare".into()));
 }
 
 // ---- allowlist ----

@@ -14,6 +14,7 @@
 //!   wrapper does not list are refused rather than guessed at.
 
 use super::git::git;
+use super::programs;
 use super::{CommandRefusal, CommandRefusal as R, ParsedCommand, file_name, parse_at};
 
 /// How deep wrappers may nest (`bash -c "sh -c '...'"`).
@@ -22,7 +23,8 @@ pub(super) const MAX_DEPTH: usize = 8;
 /// Shells whose `-c` string is parsed as a command line.
 pub(super) const SHELLS: &[&str] = &["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh"];
 /// Commands that run another as a different user, refused at any depth.
-const PRIVILEGE: &[&str] = &["sudo", "doas", "su", "pkexec", "runuser"];
+const PRIVILEGE: &[&str] =
+    &["sudo", "doas", "su", "pkexec", "runuser", "chroot", "nsenter", "unshare", "setpriv", "capsh", "setarch"];
 
 /// The command `argv` runs, with every command it runs on our behalf; refuses privilege escalation, leading
 /// assignments, and nesting deeper than [`MAX_DEPTH`].
@@ -66,9 +68,31 @@ pub(super) fn build(argv: Vec<String>, depth: usize) -> Result<ParsedCommand, Co
             // `command -v NAME` only looks NAME up.
             if argv[1..i].iter().any(|a| a.starts_with('-') && a.contains(['v', 'V'])) { Vec::new() } else { sub(i)? }
         }
-        "find" => find_exec(&argv, depth)?,
+        "setsid" => sub(options("setsid", &argv, &SETSID)?)?,
+        "ionice" => sub(options("ionice", &argv, &IONICE)?)?,
+        // The first word after the options is the priority, the mask or the lock file.
+        "chrt" => sub(options("chrt", &argv, &CHRT)? + 1)?,
+        "taskset" => sub(options("taskset", &argv, &TASKSET)? + 1)?,
+        "flock" => sub(options("flock", &argv, &FLOCK)? + 1)?,
+        "find" => {
+            programs::find(&argv)?;
+            find_exec(&argv, depth)?
+        }
         "git" => {
             git(&argv)?;
+            programs::git_extra(&argv)?;
+            Vec::new()
+        }
+        "sed" => {
+            programs::sed(&argv)?;
+            Vec::new()
+        }
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => {
+            programs::awk(&argv)?;
+            Vec::new()
+        }
+        "tar" | "bsdtar" => {
+            programs::tar(&argv)?;
             Vec::new()
         }
         _ => Vec::new(),
@@ -189,6 +213,42 @@ const TIME: Opts = Opts {
 const STDBUF: Opts =
     Opts { with_arg: "ioe", long_flags: HELP, long_with_arg: &["input", "output", "error"], ..NO_OPTS };
 const EXEC: Opts = Opts { flags: "cl", with_arg: "a", ..NO_OPTS };
+const SETSID: Opts = Opts { flags: "cfw", long_flags: &["ctty", "fork", "wait", "help", "version"], ..NO_OPTS };
+const IONICE: Opts = Opts {
+    flags: "t",
+    with_arg: "cn",
+    long_flags: &["ignore", "help", "version"],
+    long_with_arg: &["class", "classdata"],
+    ..NO_OPTS
+};
+const CHRT: Opts = Opts {
+    flags: "abdefiorRv",
+    with_arg: "TPD",
+    long_flags: &[
+        "all-tasks",
+        "batch",
+        "deadline",
+        "fifo",
+        "idle",
+        "other",
+        "rr",
+        "reset-on-fork",
+        "verbose",
+        "help",
+        "version",
+    ],
+    long_with_arg: &["sched-runtime", "sched-period", "sched-deadline"],
+    ..NO_OPTS
+};
+const TASKSET: Opts = Opts { flags: "a", long_flags: &["all-tasks", "help", "version"], ..NO_OPTS };
+/// Without `-c`/`--command`, which takes a shell string.
+const FLOCK: Opts = Opts {
+    flags: "sxunoFe",
+    with_arg: "wE",
+    long_flags: &["shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose", "help", "version"],
+    long_with_arg: &["timeout", "conflict-exit-code"],
+    ..NO_OPTS
+};
 const COMMAND: Opts = Opts { flags: "pvV", ..NO_OPTS };
 const ENV: Opts = Opts {
     flags: "i0v",
