@@ -106,6 +106,14 @@ pub(super) struct Need {
     pub(super) after: usize,
 }
 
+/// The start of both `new_instructions` patterns: a line or sentence start, an optional
+/// "important:", "new instructions" and its separator; the verb list follows.
+macro_rules! new_instructions_head {
+    () => {
+        r"(?:\n|[.!?]\s)(?:[\s#*>\[(_-])*(?:(?:important|urgent|attention|note|notice|warning|update|alert)\s*[:!\-—]+(?:[\s*_])*)?(?:new|updated|revised|real|actual|additional|secret|hidden|overriding|override|priority|true|latest|changed|different)%GAP%(?:system%GAP%)?(?:instructions?|directives?|orders|prompt)(?:[\s*_\])])*[:\-—]+(?:%GAP%)?(?:"
+    };
+}
+
 const fn rule(
     name: &'static str,
     severity: Severity,
@@ -234,7 +242,10 @@ pub(super) static SPECS: &[Spec] = &[
         120,
         r"(?:忽略|忽视|无视|忘记|忘掉|忘了|不要理会|别理会|不要遵守|不再遵守|不用遵守|抛开|抛弃|放弃)(?:掉)?[^\n。！？!?]{0,6}?(?:之前|以上|先前|上面|前面|上述|此前|原来|原有|原先|最初|你的|系统|开发者)[^\n。！？!?]{0,8}?(?:指令|指示|说明|提示词|提示|规则|设定|命令|要求|约束|限制|规定)|(?:忽略|忽视|无视)(?:掉)?[^\n。！？!?]{0,8}?(?:所有|全部|一切|任何)[^\n。！？!?]{0,6}?(?:指令|指示|提示词|安全规则|安全限制|限制)|无视[^\n。！？!?]{0,12}?(?:指令|指示|提示词)",
     ),
-    // ---- Block: "new instructions:" at a line start, then an imperative ----
+    // ---- Block: "new instructions:" at a line start, then an override or a leak ----
+    // "New instructions: run make test before every commit." is how teams write notes: an
+    // ordinary imperative after it is only reviewed (logged, passed on); taking over the agent
+    // or sending data out is blocked.
     Spec {
         needs: &[Need { words: NEW_WORDS, before: 64, after: 0 }],
         ..rule(
@@ -243,7 +254,26 @@ pub(super) static SPECS: &[Spec] = &[
             "instruction | directive | orders | prompt",
             64,
             120,
-            r"(?:\n|[.!?]\s)(?:[\s#*>\[(_-])*(?:(?:important|urgent|attention|note|notice|warning|update|alert)\s*[:!\-—]+(?:[\s*_])*)?(?:new|updated|revised|real|actual|additional|secret|hidden|overriding|override|priority|true|latest|changed|different)%GAP%(?:system%GAP%)?(?:instructions?|directives?|orders|prompt)(?:[\s*_\])])*[:\-—]+(?:%GAP%)?(?:you|your|ignore|disregard|forget|do|don't|never|always|send|e-?mail|post|upload|delete|remove|erase|wipe|run|execute|write|create|read|open|print|reveal|output|respond|reply|answer|say|tell|stop|act|pretend|from%GAP%now|instead|download|install|transfer|copy|move|grant|add|change|set|update|call|visit|go|navigate|fetch|curl|wget|make|use|follow|obey|only|please|immediately|first|summari[sz]e|include|append|insert|export|share|forward|disable|enable|modify|edit|rename|push|commit|pay|buy|approve|leak|exfiltrate|list|find|search|collect|gather|save|store|report|the%GAP%(?:assistant|ai|model|agent))\b",
+            concat!(
+                new_instructions_head!(),
+                "you|your|ignore|disregard|forget|send|e-?mail|post|upload|reveal|act|pretend|from%GAP%now|instead|transfer|grant|follow|obey|export|share|forward|leak|exfiltrate|the%GAP%(?:assistant|ai|model|agent)",
+                r")\b"
+            ),
+        )
+    },
+    Spec {
+        needs: &[Need { words: NEW_WORDS, before: 64, after: 0 }],
+        ..rule(
+            "new_instructions",
+            Severity::Review,
+            "instruction | directive | orders | prompt",
+            64,
+            120,
+            concat!(
+                new_instructions_head!(),
+                "do|don't|never|always|delete|remove|erase|wipe|run|execute|write|create|read|open|print|output|respond|reply|answer|say|tell|stop|download|install|copy|move|add|change|set|update|call|visit|go|navigate|fetch|curl|wget|make|use|only|please|immediately|first|summari[sz]e|include|append|insert|disable|enable|modify|edit|rename|push|commit|pay|buy|approve|list|find|search|collect|gather|save|store|report",
+                r")\b"
+            ),
         )
     },
     // ---- Block: a new role or lifted rules --------------------------------
@@ -253,7 +283,7 @@ pub(super) static SPECS: &[Spec] = &[
         "now$ | dan$ | jailbreak | pretend",
         32,
         200,
-        r"\bfrom%GAP%now%GAP%on\b[,\s]*(?:you(?:'re|%GAP%are)%GAP%(?:(?:an?|my|the)%GAP%)?(?:dan\b|free\b|unrestricted|uncensored|unfiltered|jailbroken|evil|no%GAP%longer|not%GAP%(?:an?%GAP%)?(?:ai|assistant|bound)|[a-z]*gpt\b|an?%GAP%(?:ai|assistant|model|agent)%GAP%(?:that|who|with|without)|going%GAP%to%GAP%(?:act|respond|answer|reply|pretend|ignore|behave))|you(?:'ll|%GAP%will|%GAP%must|%GAP%shall|%GAP%should|%GAP%are%GAP%to|%GAP%have%GAP%to|%GAP%need%GAP%to)%GAP%(?:(?:only|always|never|now|strictly)%GAP%)?(?:act|behave|respond|answer|reply|speak|talk|pretend|ignore|disregard|obey|follow%GAP%my|roleplay|simulate|refer%GAP%to%GAP%yourself|call%GAP%yourself|identify%GAP%as|comply|do%GAP%anything|be%GAP%(?:an?%GAP%)?(?:dan|unrestricted|evil|jailbroken|free)))\b|\byou(?:'re|%GAP%are)%GAP%now%GAP%(?:(?:in|an?|the|my|operating%GAP%in|running%GAP%in)%GAP%)?(?:dan\b|developer%GAP%mode|dev%GAP%mode|god%GAP%mode|jailbroken|jailbreak|unrestricted|unfiltered|uncensored|unlocked|free%GAP%(?:from|of)\b|freed%GAP%from|no%GAP%longer%GAP%(?:bound|restricted|limited|an?%GAP%(?:ai|assistant)|required%GAP%to%GAP%follow|subject%GAP%to)|not%GAP%(?:an?%GAP%)?(?:ai|assistant|bound|restricted|chatgpt|claude)\b|evil|[a-z]*gpt\b|an?%GAP%(?:unrestricted|unfiltered|uncensored|different|new)%GAP%(?:ai|assistant|model|agent|persona))|\bdo%GAP%anything%GAP%now\b|\b(?:dan|jailbreak)%GAP%mode\b|\bpretend%GAP%(?:that%GAP%)?you%GAP%(?:are|have)%GAP%(?:no|not)%GAP%(?:any%GAP%)?(?:restrictions|rules|guidelines|limits|limitations|filters|policies|instructions|ethics|morals)\b",
+        r"\bfrom%GAP%now%GAP%on\b[,\s]*(?:you(?:'re|%GAP%are)%GAP%(?:(?:an?|my|the)%GAP%)?(?:dan\b|free\b|unrestricted|uncensored|unfiltered|jailbroken|evil|no%GAP%longer|not%GAP%(?:an?%GAP%)?(?:ai|assistant|bound)|[a-z]*gpt\b|an?%GAP%(?:ai|assistant|model|agent)%GAP%(?:that|who|with|without)|going%GAP%to%GAP%(?:act|respond|answer|reply|pretend|ignore|behave))|you(?:'ll|%GAP%will|%GAP%must|%GAP%shall|%GAP%should|%GAP%are%GAP%to|%GAP%have%GAP%to|%GAP%need%GAP%to)%GAP%(?:(?:only|always|never|now|strictly)%GAP%)?(?:act|behave|(?:respond|answer|reply|speak|talk)%GAP%(?:only%GAP%)?(?:as|like|without|with%GAP%no|in%GAP%character|freely|uncensored|unfiltered)|pretend|ignore|disregard|obey|follow%GAP%my|roleplay|simulate|refer%GAP%to%GAP%yourself|call%GAP%yourself|identify%GAP%as|comply|do%GAP%anything|be%GAP%(?:an?%GAP%)?(?:dan|unrestricted|evil|jailbroken|free)))\b|\byou(?:'re|%GAP%are)%GAP%now%GAP%(?:(?:in|an?|the|my|operating%GAP%in|running%GAP%in)%GAP%)?(?:dan\b|developer%GAP%mode|dev%GAP%mode|god%GAP%mode|jailbroken|jailbreak|unrestricted|unfiltered|uncensored|unlocked|free%GAP%(?:from|of)\b|freed%GAP%from|no%GAP%longer%GAP%(?:bound|restricted|limited|an?%GAP%(?:ai|assistant)|required%GAP%to%GAP%follow|subject%GAP%to)|not%GAP%(?:an?%GAP%)?(?:ai|assistant|bound|restricted|chatgpt|claude)\b|evil|[a-z]*gpt\b|an?%GAP%(?:unrestricted|unfiltered|uncensored|different|new)%GAP%(?:ai|assistant|model|agent|persona))|\bdo%GAP%anything%GAP%now\b|\b(?:dan|jailbreak)%GAP%mode\b|\bpretend%GAP%(?:that%GAP%)?you%GAP%(?:are|have)%GAP%(?:no|not)%GAP%(?:any%GAP%)?(?:restrictions|rules|guidelines|limits|limitations|filters|policies|instructions|ethics|morals)\b",
     ),
     rule(
         "role_hijack",
@@ -282,7 +312,7 @@ pub(super) static SPECS: &[Spec] = &[
             <</sys>> | <|start_header_id|> | <start_of_turn>",
         0,
         48,
-        r"<\|im_start\|>\s*(?:system|user|assistant|developer|tool)\b|<\|(?:system|user|assistant|developer)\|>|\[/?inst\]|<</?sys>>|<\|start_header_id\|>\s*(?:system|user|assistant|developer|ipython|tool)\b|<start_of_turn>\s*(?:user|model|system)\b",
+        r"<\|im_start\|>\s*(?:system|user|assistant|developer|tool)\b|<\|(?:system|user|assistant|developer)\|>|\[/inst\]|<s>\s*\[inst\]|\[inst\]\s*(?:<<sys>>|(?:you|your|ignore|disregard|forget|system|new|from|act|pretend|now|always|never|do)\b)|<</?sys>>|<\|start_header_id\|>\s*(?:system|user|assistant|developer|ipython|tool)\b|<start_of_turn>\s*(?:user|model|system)\b",
     ),
     rule(
         "fake_tool_tag",
@@ -358,6 +388,10 @@ pub(super) static SPECS: &[Spec] = &[
             after: 0,
         }],
         start_at_need: true,
+        // "must reproduce the above copyright notice": `above` as an adjective of a document's part.
+        veto_after: "copyright | notice | notices | license | licence | conditions | disclaimer | list | paragraph | \
+            paragraphs | example | examples | table | steps | command | commands | code | error | errors | section | \
+            sections | figure | output",
         ..rule(
             "leak_system_prompt",
             Severity::Block,
