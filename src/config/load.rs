@@ -153,6 +153,16 @@ impl Config {
     }
 
     /// Values of every secret the config names, for redaction.
+    /// The token of the status page and `/metrics` (`server.token_env`), `None` without one.
+    /// A `token_env` whose variable is unset or empty is an error, never an open page.
+    pub fn ui_token(&self, env: &dyn Env) -> Result<Option<Secret>, ConfigError> {
+        let Some(var) = &self.server.token_env else { return Ok(None) };
+        match env.var(var).filter(|v| !v.is_empty()) {
+            Some(value) => Ok(Some(Secret::new(value))),
+            None => Err(ConfigError::MissingToken(var.clone())),
+        }
+    }
+
     pub fn secret_values(&self, env: &dyn Env) -> Vec<String> {
         let mut values: Vec<String> = self.secret_vars.iter().filter_map(|v| env.var(v)).collect();
         if let Some(k) = &self.provider.api_key {
@@ -174,6 +184,10 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("invalid configuration ({} problem{})", .0.len(), if .0.len() == 1 { "" } else { "s" })]
     Invalid(Diagnostics),
+    /// `server.token_env` names a variable that is unset or empty: the daemon does not serve an
+    /// open status page in its place.
+    #[error("server.token_env names ${0}, which is not set")]
+    MissingToken(String),
 }
 
 impl ConfigError {
@@ -186,6 +200,9 @@ impl ConfigError {
     pub fn hint(&self) -> Option<String> {
         match self {
             ConfigError::NotFound { hint, .. } => Some(hint.clone()),
+            ConfigError::MissingToken(var) => Some(format!(
+                "export {var} with a long random token (e.g. `openssl rand -hex 32`), or remove token_env"
+            )),
             _ => None,
         }
     }
@@ -316,12 +333,25 @@ fn resolve(
             Some("a turn needs at least the question and the answer".into()),
         );
     }
-    if raw.server.listen.parse::<std::net::SocketAddr>().is_err() {
-        problem(
+    match raw.server.listen.parse::<std::net::SocketAddr>() {
+        Err(_) => problem(
             &["server", "listen"],
             format!("`{}` is not an address with a port", raw.server.listen),
             Some("write it as IP:PORT, e.g. 127.0.0.1:8787".into()),
-        );
+        ),
+        // The status page shows every run's prompt and output: beyond loopback it needs a token.
+        Ok(addr) if !addr.ip().is_loopback() && raw.server.token_env.is_none() => problem(
+            &["server", "listen"],
+            format!("`{}` listens beyond this machine but the status page has no token", raw.server.listen),
+            Some(
+                "set server.token_env to the name of a variable holding a long random token, or listen on 127.0.0.1"
+                    .into(),
+            ),
+        ),
+        Ok(_) => {}
+    }
+    if let Some(var) = &raw.server.token_env {
+        check_env_name(var, &mut |m, h| problem(&["server", "token_env"], m, h));
     }
     if raw.limits.max_concurrent_runs == 0 {
         problem(&["limits", "max_concurrent_runs"], "max_concurrent_runs must be at least 1".into(), None);
@@ -364,6 +394,7 @@ fn resolve(
         }
     }
     let mut secret_vars = vec![p.api_key_env.clone()];
+    secret_vars.extend(raw.server.token_env.iter().cloned());
     if let Some(smtp) = raw.mail.as_ref().and_then(|m| m.smtp.as_ref()) {
         for (field, var) in [("username_env", &smtp.username_env), ("password_env", &smtp.password_env)] {
             if let Some(var) = var {

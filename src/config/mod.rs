@@ -302,11 +302,20 @@ pub struct ServerSettings {
     /// ...and in a burst; more are answered 429 with Retry-After.
     #[serde(default = "default_rate_burst")]
     pub rate_burst: u32,
+    /// Name of the variable holding the token of the status page and `/metrics` (never the
+    /// token). Required when `listen` is not a loopback address.
+    #[serde(default)]
+    pub token_env: Option<String>,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
-        ServerSettings { listen: default_listen(), rate_limit: default_rate_limit(), rate_burst: default_rate_burst() }
+        ServerSettings {
+            listen: default_listen(),
+            rate_limit: default_rate_limit(),
+            rate_burst: default_rate_burst(),
+            token_env: None,
+        }
     }
 }
 

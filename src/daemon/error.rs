@@ -16,6 +16,12 @@ pub enum DaemonError {
     /// The file watcher could not start.
     #[error(transparent)]
     Watch(#[from] WatchError),
+    /// `server.token_env` names an unset variable.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The status page could not be set up.
+    #[error(transparent)]
+    Status(#[from] crate::status::StatusError),
     /// The webhook listener could not bind `server.listen`.
     #[error("cannot listen on {address} (server.listen): {source}")]
     Listen {
@@ -31,6 +37,7 @@ impl DaemonError {
     pub fn exit_code(&self) -> u8 {
         match self {
             DaemonError::Watch(WatchError::Pattern { .. }) => 2,
+            DaemonError::Config(e) => e.exit_code(),
             _ => 1,
         }
     }
@@ -41,6 +48,7 @@ impl DaemonError {
             DaemonError::Lock(LockError::Held { .. }) => {
                 Some("stop it first, or give this one its own `data_dir` in routines.yaml".into())
             }
+            DaemonError::Config(e) => e.hint(),
             DaemonError::Listen { .. } => {
                 Some("choose a free address in routines.yaml, e.g. server: { listen: 127.0.0.1:8788 }".into())
             }

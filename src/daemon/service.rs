@@ -19,7 +19,8 @@ use crate::config::{self, Config, Env, ProcessEnv};
 use crate::engine::Engine;
 use crate::policy::Redactor;
 use crate::routine::{FileContext, LoadedRoutines, Routine, TriggerContext, WebhookAuth, WebhookRequest, load_all};
-use crate::store::StoreError;
+use crate::status::{self, RoutineList, StatusState};
+use crate::store::{Store, StoreError};
 use crate::tools::tool_names;
 
 /// How long routine files must be quiet before they are reloaded.
@@ -78,9 +79,15 @@ pub async fn run(
     let intake: Arc<dyn Intake> =
         Arc::new(DaemonIntake { dispatcher: dispatcher.clone(), writer: start_writer(dispatcher.clone()) });
     let server_stop = CancellationToken::new();
+    // The status page, with a store connection of its own, beside the webhooks.
+    let token = config.ui_token(&ProcessEnv)?;
+    let page_routines = RoutineList::new(routines.iter().cloned());
+    let page_store =
+        Store::open(&config.database_path())?.with_scrub(Arc::new(Redactor::for_config(&config, &ProcessEnv)));
+    let page = StatusState::new(page_store, page_routines.clone(), config.timezone, token.clone())?;
     let server = {
         let stop = server_stop.clone();
-        let router = webhook::router(table.clone(), intake, settings);
+        let router = webhook::router(table.clone(), intake, settings, token).merge(status::router(page));
         tokio::spawn(async move { webhook::serve(listener, router, async move { stop.cancelled().await }).await })
     };
 
@@ -117,12 +124,13 @@ pub async fn run(
             tracing::error!(error = %e, "Could not update the file watches.");
         }
         table.replace(routes(&list, &ProcessEnv));
+        page_routines.replace(list);
     }));
 
     tracing::info!(
         routines = routines.len(),
         listen = %address,
-        "Daemon started; webhooks, /healthz and /metrics on http://{address}."
+        "Daemon started; the status page, webhooks, /healthz and /metrics on http://{address}."
     );
     eprintln!("routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C", routines.len());
 

@@ -32,7 +32,11 @@ const LAYERS: &[Layer] = &[
             ("app", &["eval"]),
         ],
     },
-    Layer { name: "services", modules: &["daemon", "heartbeat", "status"], arrows: &[("daemon", &["heartbeat"])] },
+    Layer {
+        name: "services",
+        modules: &["daemon", "heartbeat", "status"],
+        arrows: &[("daemon", &["heartbeat", "status"])],
+    },
     Layer { name: "engine", modules: &["engine"], arrows: &[] },
     Layer { name: "stages", modules: &["agent", "delivery"], arrows: &[] },
     Layer {

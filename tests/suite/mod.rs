@@ -23,4 +23,5 @@ mod schedule;
 mod security;
 mod skills;
 mod snapshots;
+mod status_daemon;
 mod status_page;

@@ -245,7 +245,7 @@ const CASES: &[(&str, &str, &str)] = &[
     (
         "webhook-reserved",
         "prompt: hi\non:\n  - webhook: { path: /metrics, auth: none }\n",
-        "routines/webhook-reserved.yaml:3:22: webhook path `/metrics` is reserved by the daemon's listener\n  help: /healthz and /metrics answer GET; use a path like /hooks/NAME\n",
+        "routines/webhook-reserved.yaml:3:22: webhook path `/metrics` is reserved by the daemon's listener\n  help: /healthz, /metrics and the status page (/, /runs, /charts, /static/) are the listener's; use a path like /hooks/NAME\n",
     ),
     (
         "heartbeat",

@@ -18,7 +18,7 @@
 //!
 //! Besides the routes, the listener answers `GET /healthz` with `{"status":"ok"}` and
 //! `GET /metrics` with [`Intake::metrics`] in the Prometheus text format. These two paths are
-//! [`WEBHOOK_PATHS`]: a route configured at one of them is never reached.
+//! [`crate::routine::reserved::WEBHOOK_PATHS`]: a route configured at one of them is never reached.
 //!
 //! Routes are looked up in a [`RouteTable`] on every request, so [`RouteTable::replace`]
 //! takes effect for the next request without restarting the listener.
@@ -39,7 +39,7 @@ use axum::routing::get;
 use tokio::time::Instant;
 
 use crate::routine::WebhookRequest;
-use crate::routine::reserved::WEBHOOK_PATHS;
+use crate::routine::reserved::is_reserved_path;
 pub use auth::Auth;
 use auth::{check_auth, visible_headers};
 use body::{DRAIN_CAP, ReadError, content_length, drain, read_body};
@@ -133,7 +133,7 @@ impl RouteTable {
     pub fn replace(&self, routes: Vec<Route>) {
         let mut map = HashMap::with_capacity(routes.len());
         for route in routes {
-            if WEBHOOK_PATHS.contains(&route.path.as_str()) {
+            if is_reserved_path(&route.path) {
                 tracing::warn!(routine = %route.routine, path = %route.path, "Webhook path is reserved by the listener and will never be reached.");
             }
             if let Some(previous) = map.insert(route.path.clone(), Arc::new(route)) {
@@ -148,12 +148,20 @@ impl RouteTable {
     }
 }
 
-/// Builds the listener's router: `GET /healthz`, `GET /metrics` and every route in `table`.
-pub fn router(table: RouteTable, intake: Arc<dyn Intake>, settings: Settings) -> Router {
+/// Builds the listener's router: `GET /healthz`, `GET /metrics` (behind the status page's
+/// token, `metrics_token`) and every route in `table`.
+pub fn router(
+    table: RouteTable,
+    intake: Arc<dyn Intake>,
+    settings: Settings,
+    metrics_token: Option<crate::config::Secret>,
+) -> Router {
     let state = AppState { table, intake, settings, buckets: Arc::new(Mutex::new(HashMap::new())) };
+    let metrics_route =
+        crate::status::guard(Router::new().route("/metrics", get(metrics).fallback(get_only)), metrics_token);
     Router::new()
         .route("/healthz", get(healthz).fallback(get_only))
-        .route("/metrics", get(metrics).fallback(get_only))
+        .merge(metrics_route)
         .fallback(webhook)
         .with_state(state)
 }

@@ -87,7 +87,7 @@ async fn start_with(routes: Vec<Route>, settings: Settings, mode: Mode) -> Serve
     let address = listener.local_addr().unwrap();
     let intake = Arc::new(Recorder { mode, calls: Mutex::new(Vec::new()) });
     let table = RouteTable::new(routes);
-    let app = router(table.clone(), intake.clone(), settings);
+    let app = router(table.clone(), intake.clone(), settings, None);
     let (shutdown, signal) = oneshot::channel::<()>();
     let task = tokio::spawn(serve(listener, app, async move {
         let _ = signal.await;

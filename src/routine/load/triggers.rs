@@ -143,10 +143,10 @@ pub(super) fn check_trigger(
                     .with_hint("e.g. /hooks/deploy"),
             );
         }
-        if reserved::WEBHOOK_PATHS.contains(&w.path.as_str()) {
+        if reserved::is_reserved_path(&w.path) {
             diags.push(
                 at.error(&wpath, format!("webhook path `{}` is reserved by the daemon's listener", w.path))
-                    .with_hint("/healthz and /metrics answer GET; use a path like /hooks/NAME"),
+                    .with_hint("/healthz, /metrics and the status page (/, /runs, /charts, /static/) are the listener's; use a path like /hooks/NAME"),
             );
         }
         if w.secret_env.is_none() && w.token_env.is_none() && w.auth.is_none() {
