@@ -61,6 +61,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Stop firing a routine's triggers without editing its file (kept in the store;
+    /// `run` by hand still works).
+    Pause {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fire a paused routine's triggers again. With --catch-up, run it now once when
+    /// instants were skipped while it was paused.
+    Resume {
+        name: String,
+        #[arg(long)]
+        catch_up: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Run every trigger of every routine until SIGINT/SIGTERM: schedules,
     /// file events and webhooks (with /healthz and /metrics); routine files
     /// are reloaded when they change.

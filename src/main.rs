@@ -57,6 +57,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Chat => chat::run(config()?).await,
         Command::Skills { name, json } => commands::skills::run(&config()?, name.as_deref(), json),
         Command::Eval { suite, json } => commands::eval::run(config()?, &cwd, suite.as_deref(), json).await,
+        Command::Pause { name, json } => commands::pause::pause(&config()?, &name, json),
+        Command::Resume { name, catch_up, json } => commands::pause::resume(config()?, &name, catch_up, json).await,
         Command::Daemon => commands::daemon::run(config()?).await,
         Command::Heartbeat { force, greeting, json } => {
             commands::heartbeat::run(config()?, force, greeting, json).await

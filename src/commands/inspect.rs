@@ -21,17 +21,20 @@ pub fn list(config: &Config, json_out: bool) -> Result<(), Error> {
     let store = open_store(config)?;
     let now = Utc::now();
     let counts = store.skip_counts()?;
+    let paused = store.paused_routines()?;
     let mut rows = Vec::new();
     let mut items = Vec::new();
     for r in &loaded.routines {
         // A disabled routine does not fire.
-        let next = if r.spec.enabled { next_fires(r, now, 1).into_iter().next() } else { None };
+        let next =
+            if r.spec.enabled && !paused.contains(&r.name) { next_fires(r, now, 1).into_iter().next() } else { None };
         let last = store.last_status(&r.name)?;
         let triggers = r.trigger_kinds();
         let c = counts.get(&r.name).copied().unwrap_or_default();
         items.push(json!({
             "name": r.name,
             "enabled": r.spec.enabled,
+            "paused": paused.contains(&r.name),
             "triggers": triggers,
             "next_fire": next.as_ref().map(|f| ts(&f.at)),
             "next_fire_zone": next.as_ref().map(|f| f.at.timezone().name()),
@@ -41,7 +44,11 @@ pub fn list(config: &Config, json_out: bool) -> Result<(), Error> {
         }));
         rows.push(vec![
             r.name.clone(),
-            if r.spec.enabled { "yes".into() } else { "no".into() },
+            match (r.spec.enabled, paused.contains(&r.name)) {
+                (false, _) => "no".into(),
+                (true, true) => "paused".into(),
+                (true, false) => "yes".into(),
+            },
             triggers.join(", "),
             next.map_or_else(
                 || "-".into(),

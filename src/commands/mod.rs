@@ -6,6 +6,7 @@ pub mod eval;
 pub mod heartbeat;
 pub mod init;
 pub mod inspect;
+pub mod pause;
 pub mod run;
 pub mod skills;
 pub mod validate;

@@ -39,7 +39,7 @@ pub struct IncomingFire {
 pub enum Accepted {
     /// Queued as this run.
     Queued(i64),
-    /// Recorded as skipped (overlap) as this run.
+    /// Recorded as skipped (overlap, or the routine is paused) as this run.
     Skipped(i64),
     /// The instant was already claimed: nothing to do.
     Duplicate,
@@ -130,11 +130,25 @@ impl Dispatcher {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
         let mut planned: Vec<Planned> = Vec::new();
+        // Asked at every batch, so a pause or resume from another process counts at once.
+        let paused = match self.engine.store.paused_routines() {
+            Ok(paused) => paused,
+            Err(e) => {
+                let message = e.to_string();
+                return fires.iter().map(|_| Err(StoreError::Batch(message.clone()))).collect();
+            }
+        };
         for (i, fire) in fires.iter().enumerate() {
             let Some(routine) = self.routine(&fire.routine) else {
                 results[i] = Some(Err(StoreError::RunNotFound(0)));
                 continue;
             };
+            if paused.contains(&routine.name) {
+                let why = format!("`{}` is paused; `routines resume {}` fires it again", routine.name, routine.name);
+                let recorded = self.record_skip(&routine, fire, reason::PAUSED, &why);
+                results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
+                continue;
+            }
             let entry = active.entry(routine.name.clone()).or_default();
             let planned_here: Vec<&Cancel> =
                 planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
@@ -146,7 +160,7 @@ impl Dispatcher {
             };
             match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
                 Admission::Skip(why) => {
-                    let recorded = self.record_skip(&routine, fire, &why.to_string());
+                    let recorded = self.record_skip(&routine, fire, reason::OVERLAP, &why.to_string());
                     results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
                     continue;
                 }
@@ -251,7 +265,13 @@ impl Dispatcher {
         }
     }
 
-    fn record_skip(&self, routine: &Routine, fire: &IncomingFire, why: &str) -> Result<Option<i64>, StoreError> {
+    fn record_skip(
+        &self,
+        routine: &Routine,
+        fire: &IncomingFire,
+        reason: &'static str,
+        why: &str,
+    ) -> Result<Option<i64>, StoreError> {
         let store = &self.engine.store;
         let id = match store.create_run(&NewRun {
             kind: RunKind::Routine,
@@ -264,7 +284,7 @@ impl Dispatcher {
             Err(StoreError::DuplicateFire { .. }) => return Ok(None),
             Err(e) => return Err(e),
         };
-        store.finish_run(id, &RunOutcome::skipped(reason::OVERLAP, why))?;
+        store.finish_run(id, &RunOutcome::skipped(reason, why))?;
         tracing::info!(routine = %routine.name, run_id = id, "{why}");
         Ok(Some(id))
     }

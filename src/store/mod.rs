@@ -13,6 +13,7 @@ mod greetings;
 mod history;
 pub mod migrations;
 mod orphans;
+mod pause;
 mod runs;
 mod schedule;
 mod scrub;

@@ -24,6 +24,8 @@ pub mod reason {
     pub const CRASH: &str = "crash";
     /// Interrupted: the daemon stopped and its grace period ran out.
     pub const SHUTDOWN: &str = "shutdown";
+    /// Skipped: the routine was paused (`routines pause`).
+    pub const PAUSED: &str = "paused";
 }
 
 /// Whether an interrupted fire of `routine`, at `attempt`, scheduled for

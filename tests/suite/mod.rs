@@ -16,6 +16,7 @@ mod layering;
 mod mail;
 mod mail_delivery;
 mod mock_llm_tests;
+mod ops;
 mod provider;
 mod routines_cli;
 mod routines_validate;

@@ -1,0 +1,111 @@
+//! Day-to-day operation through the binary: `pause` and `resume` (SPEC §2), against the
+//! store and a running daemon.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::mock_llm::{MockLlm, text};
+use crate::common::os::free_port;
+use crate::common::wait::{self, DEADLINE};
+use crate::common::{Routines, Running};
+
+fn listed(p: &Routines) -> Vec<Value> {
+    let o = p.run(["list", "--json"]);
+    o.success();
+    o.json().as_array().unwrap().clone()
+}
+
+fn paused_flag(p: &Routines, name: &str) -> Value {
+    listed(p).into_iter().find(|r| r["name"] == name).unwrap()["paused"].clone()
+}
+
+#[test]
+fn a_pause_is_kept_in_the_store_shown_by_list_and_lifted_by_resume() {
+    let p = Routines::offline();
+    p.write("routines/report.yaml", "on: [{ cron: \"0 9 * * *\" }]\nprompt: hi\n");
+    assert_eq!(paused_flag(&p, "report"), Value::Bool(false));
+    p.run(["pause", "report"]).success().stderr_has("paused report: its triggers are recorded skipped");
+    // Another process, later: still paused; the text table says so and shows no next fire.
+    assert_eq!(paused_flag(&p, "report"), Value::Bool(true));
+    let table = p.run(["list"]).success().stdout.clone();
+    let row = table.lines().find(|l| l.starts_with("report")).unwrap().to_string();
+    assert!(row.contains("paused") && !row.contains("09:00:00"), "{row}");
+    p.run(["resume", "report"]).success().stderr_has("resumed report (paused since ");
+    assert_eq!(paused_flag(&p, "report"), Value::Bool(false));
+    p.run(["resume", "report"]).success().stderr_has("report was not paused");
+}
+
+#[test]
+fn pausing_an_unknown_routine_is_bad_usage_with_a_suggestion() {
+    let p = Routines::offline();
+    p.write("routines/report.yaml", "prompt: hi\n");
+    p.run(["pause", "reprot"]).code(2).stderr_has("no routine named `reprot`; did you mean `report`?");
+    p.run(["resume", "nope"]).code(2);
+}
+
+async fn daemon(p: &Routines, port: u16) -> Running {
+    let running = p.command(["daemon"]).spawn().await;
+    running.wait_for_stderr("the ready line", |l| l.starts_with("routines daemon: ")).await;
+    running.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    running
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_routines_webhooks_are_recorded_skipped_and_a_resume_counts_at_once() {
+    let mock = MockLlm::start().await;
+    let port = free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write("routines/hook.yaml", "on: [{ webhook: { path: /hooks/deploy, auth: none } }]\nprompt: Deployed.\n");
+    let running = daemon(&p, port).await;
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let url = format!("http://127.0.0.1:{port}/hooks/deploy");
+
+    // Paused from another process while the daemon runs: the next request is skipped.
+    p.run_async(["pause", "hook"]).await.success();
+    let answer = c.post(&url).body("{}").send().await.unwrap();
+    assert_eq!(answer.status(), 202);
+    let skipped = p.history(&["hook", "--status", "skipped"]).await;
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0]["error"].as_str().unwrap().contains("is paused"), "{}", skipped[0]);
+    assert_eq!(mock.request_count(), 0, "a paused routine called the model");
+
+    // By hand it still runs.
+    mock.push(text("by hand"));
+    p.run_async(["run", "hook"]).await.success().stdout_is("by hand\n");
+
+    // Resumed: the next request runs.
+    p.run_async(["resume", "hook"]).await.success();
+    mock.push(text("fired"));
+    assert_eq!(c.post(&url).body("{}").send().await.unwrap().status(), 202);
+    let done = wait::poll(DEADLINE, Duration::from_millis(50), async || {
+        let runs = p.history(&["hook", "--status", "succeeded"]).await;
+        (runs.len() == 2).then_some(runs)
+    })
+    .await;
+    assert!(done.is_some(), "the webhook after resume did not run");
+    drop(running);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_runs_a_skipped_instant_only_with_catch_up() {
+    let mock = MockLlm::start().await;
+    let port = free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write("routines/tick.yaml", "on: [{ every: 1s }]\nprompt: Tick.\n");
+    p.run(["pause", "tick"]).success();
+    let running = daemon(&p, port).await;
+    let skipped = wait::poll(DEADLINE, Duration::from_millis(100), async || {
+        let runs = p.history(&["tick", "--status", "skipped"]).await;
+        (!runs.is_empty()).then_some(runs)
+    })
+    .await;
+    assert!(skipped.is_some(), "no instant was recorded skipped while paused");
+    drop(running);
+    assert_eq!(mock.request_count(), 0);
+
+    mock.push(text("caught up"));
+    p.run_async(["resume", "tick", "--catch-up"]).await.success().stderr_has("; caught up as run ");
+    assert_eq!(mock.request_count(), 1);
+    assert_eq!(p.history(&["tick", "--status", "succeeded"]).await.len(), 1);
+}
