@@ -20,7 +20,7 @@ use crate::clock::Clock;
 use crate::engine::{Cancel, Engine, RunOptions};
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::{Overlap, Routine, StoredTriggerError, TriggerContext};
-use crate::store::{NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
+use crate::store::{FireClaim, NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
 
 /// A fire arriving at the dispatcher, from the timer loop, a file watcher
 /// or the webhook listener.
@@ -176,14 +176,25 @@ impl Dispatcher {
             let not_before = self.jittered(&routine, fire.trigger.scheduled_for());
             planned.push((i, routine, not_before, Cancel::default(), fire.trigger.to_stored()));
         }
+        // `overlap: skip` also holds against runs of other processes (`routines run`): the claim
+        // checks the database for them in the same transaction.
+        let skip_whys: Vec<Option<String>> = planned
+            .iter()
+            .map(|(i, routine, ..)| {
+                (routine.spec.overlap == Overlap::Skip && !fires[*i].catch_up)
+                    .then(|| format!("a run of `{}` is still active in another process (overlap: skip)", routine.name))
+            })
+            .collect();
         let claims: Vec<NewFire<'_>> = planned
             .iter()
-            .map(|(i, routine, not_before, _, context)| NewFire {
+            .zip(&skip_whys)
+            .map(|((i, routine, not_before, _, context), why)| NewFire {
                 routine: &routine.name,
                 trigger: fires[*i].trigger.kind(),
                 scheduled_for: fires[*i].trigger.scheduled_for(),
                 context,
                 not_before: *not_before,
+                skip_if_active: why.as_deref(),
             })
             .collect();
         let claimed = match self.engine.store.claim_fires(&claims) {
@@ -199,10 +210,18 @@ impl Dispatcher {
         };
         drop(claims);
         let mut start = Vec::new();
-        for ((i, routine, not_before, cancel, _), id) in planned.into_iter().zip(claimed) {
-            let Some(run_id) = id else {
-                results[i] = Some(Ok(Accepted::Duplicate));
-                continue;
+        for ((i, routine, not_before, cancel, _), claim) in planned.into_iter().zip(claimed) {
+            let run_id = match claim {
+                FireClaim::Queued(id) => id,
+                FireClaim::Skipped(id) => {
+                    tracing::info!(routine = %routine.name, run_id = id, "Skipped: a run is active in another process.");
+                    results[i] = Some(Ok(Accepted::Skipped(id)));
+                    continue;
+                }
+                FireClaim::Duplicate => {
+                    results[i] = Some(Ok(Accepted::Duplicate));
+                    continue;
+                }
             };
             active.entry(routine.name.clone()).or_default().waiting.insert(run_id, cancel.clone());
             let trigger = fires[i].trigger.clone();

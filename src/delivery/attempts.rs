@@ -7,7 +7,7 @@ use super::render::kind_of;
 use super::{Deliverer, DeliveryError, Payload};
 use crate::config::DeliveryTarget;
 use crate::routine::Routine;
-use crate::store::{DeliveryRow, DeliveryStatus, NewDelivery, RunOutcome, RunStatus, StoreError, process_alive};
+use crate::store::{DeliveryRow, DeliveryStatus, NewDelivery, RunOutcome, RunStatus, StoreError};
 
 /// How one delivery of a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -129,8 +129,9 @@ impl Deliverer {
         for d in self.store.undelivered()? {
             // A run still alive (in this or another process) owns its
             // pending and in-flight deliveries.
-            let owner = self.store.run_detail(d.run_id)?.and_then(|r| r.pid);
-            let in_progress = owner.is_some_and(|pid| pid == std::process::id() || process_alive(pid))
+            let detail = self.store.run_detail(d.run_id)?;
+            let in_progress = detail
+                .is_some_and(|r| (r.owner.is_some() || r.pid.is_some()) && self.store.owner_alive(r.owner, r.pid))
                 && matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Sending)
                 && self
                     .store

@@ -31,7 +31,7 @@ use crate::policy::Redactor;
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::template::Templates;
 use crate::routine::{Routine, Session, TriggerContext};
-use crate::store::{NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError, process_alive, reason};
+use crate::store::{Claim, NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError};
 use crate::tools::ShellSettings;
 
 pub use crate::delivery::DeliveryReport;
@@ -157,19 +157,42 @@ impl Engine {
         progress: Option<UnboundedSender<AgentEvent>>,
     ) -> Result<RunReport, EngineError> {
         ensure_enabled(routine)?;
-        // Overlap with a run of this routine that is still active, in this
-        // or another process (SPEC §5).
-        let active = self.store.active_runs(&routine.name)?;
-        let activity = Activity {
-            active: !active.is_empty(),
-            run: active.first().map(|(id, _)| *id),
-            waiting: active.iter().any(|(_, s)| *s == RunStatus::Queued),
+        // Overlap with a run of this routine that is still active, in this or another process
+        // (SPEC §5), decided and claimed in one step in the database.
+        let mut admission = Admission::Start;
+        let new = NewRun {
+            kind: opts.kind.unwrap_or(RunKind::Routine),
+            routine: Some(routine.name.clone()),
+            trigger: trigger.kind().into(),
+            scheduled_for: trigger.scheduled_for(),
+            status: RunStatus::Queued,
         };
-        let admission = overlap::admit(&routine.name, routine.spec.overlap, activity, false);
-        if let Admission::Skip(why) = admission {
-            return self.skip(routine, &trigger, why.to_string());
-        }
-        let run_id = self.queue_run(&routine.name, opts.kind.unwrap_or(RunKind::Routine), &trigger)?;
+        let claim = self.store.claim_run(&new, &trigger.to_stored(), |active| {
+            let activity = Activity {
+                active: !active.is_empty(),
+                run: active.first().map(|(id, _)| *id),
+                waiting: active.iter().any(|(_, s)| *s == RunStatus::Queued),
+            };
+            admission = overlap::admit(&routine.name, routine.spec.overlap, activity, false);
+            match &admission {
+                Admission::Skip(why) => Some(why.to_string()),
+                _ => None,
+            }
+        })?;
+        let run_id = match claim {
+            Claim::Queued(id) => id,
+            Claim::Skipped { id, why } => {
+                tracing::info!(routine = %routine.name, run_id = id, "{why}");
+                return Ok(RunReport {
+                    run_id: id,
+                    routine: routine.name.clone(),
+                    status: RunStatus::Skipped,
+                    output: None,
+                    error: Some(why),
+                    deliveries: Vec::new(),
+                });
+            }
+        };
         if admission == Admission::Queue {
             self.wait_for_earlier_runs(routine, run_id).await?;
         }
@@ -314,32 +337,11 @@ impl Engine {
         Ok(run_id)
     }
 
-    /// Records a run that did not start because of `overlap`.
-    fn skip(&self, routine: &Routine, trigger: &TriggerContext, why: String) -> Result<RunReport, EngineError> {
-        let run_id = self.store.create_run(&NewRun {
-            kind: RunKind::Routine,
-            routine: Some(routine.name.clone()),
-            trigger: trigger.kind().into(),
-            scheduled_for: trigger.scheduled_for(),
-            status: RunStatus::Queued,
-        })?;
-        self.store.finish_run(run_id, &RunOutcome::skipped(reason::OVERLAP, why.clone()))?;
-        tracing::info!(routine = %routine.name, run_id, "{why}");
-        Ok(RunReport {
-            run_id,
-            routine: routine.name.clone(),
-            status: RunStatus::Skipped,
-            output: None,
-            error: Some(why),
-            deliveries: Vec::new(),
-        })
-    }
-
     /// `overlap: queue`: waits until every earlier run of the routine has
     /// ended. Runs whose process died meanwhile are marked interrupted.
     async fn wait_for_earlier_runs(&self, routine: &Routine, run_id: i64) -> Result<(), EngineError> {
         loop {
-            self.store.interrupt_orphans(&process_alive)?;
+            self.store.interrupt_orphans()?;
             let earlier = self.store.active_runs(&routine.name)?.into_iter().any(|(id, _)| id < run_id);
             if !earlier {
                 return Ok(());

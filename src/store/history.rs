@@ -16,6 +16,8 @@ pub struct RunDetail {
     pub trigger_context: Option<String>,
     pub attempt: u32,
     pub pid: Option<u32>,
+    /// The owner id of the process running it (see `store/orphans.rs`).
+    pub owner: Option<i64>,
 }
 
 /// Which runs to list.
@@ -124,8 +126,12 @@ impl Store {
     /// process id, by which a run whose process died is found.
     pub fn set_attempt(&self, id: i64, attempt: u32) -> Result<(), StoreError> {
         let pid = std::process::id();
+        let owner = self.owner_id();
         self.with_conn(|c| {
-            c.execute("UPDATE runs SET attempt = ?2, pid = ?3 WHERE id = ?1", params![id, attempt, pid])
+            c.execute(
+                "UPDATE runs SET attempt = ?2, pid = ?3, owner = ?4 WHERE id = ?1",
+                params![id, attempt, pid, owner],
+            )
         })?;
         Ok(())
     }
@@ -139,8 +145,14 @@ impl Store {
 
     pub fn run_detail(&self, id: i64) -> Result<Option<RunDetail>, StoreError> {
         self.with_conn(|c| {
-            c.query_row("SELECT prompt, trigger_context, attempt, pid FROM runs WHERE id = ?1", [id], |r| {
-                Ok(RunDetail { prompt: r.get(0)?, trigger_context: r.get(1)?, attempt: r.get(2)?, pid: r.get(3)? })
+            c.query_row("SELECT prompt, trigger_context, attempt, pid, owner FROM runs WHERE id = ?1", [id], |r| {
+                Ok(RunDetail {
+                    prompt: r.get(0)?,
+                    trigger_context: r.get(1)?,
+                    attempt: r.get(2)?,
+                    pid: r.get(3)?,
+                    owner: r.get(4)?,
+                })
             })
             .optional()
         })
@@ -182,23 +194,19 @@ impl Store {
     /// Marks runs whose process is gone as `interrupted` (reason `crash`):
     /// running ones, and queued manual ones. Queued fires of the daemon are
     /// left queued: they wait in the durable queue for the next daemon.
-    /// Returns their ids. `alive` says whether a process id still runs.
-    pub fn interrupt_orphans(&self, alive: &dyn Fn(u32) -> bool) -> Result<Vec<i64>, StoreError> {
-        let candidates: Vec<(i64, Option<u32>)> = self.with_conn(|c| {
+    /// Returns their ids. An owner is alive while it holds its lock (see `store/orphans.rs`).
+    pub fn interrupt_orphans(&self) -> Result<Vec<i64>, StoreError> {
+        let candidates: Vec<(i64, Option<u32>, Option<i64>)> = self.with_conn(|c| {
             let mut stmt = c.prepare(
-                "SELECT id, pid FROM runs WHERE kind != 'chat'
+                "SELECT id, pid, owner FROM runs WHERE kind != 'chat'
                  AND (status = 'running' OR (status = 'queued' AND trigger = 'manual'))",
             )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect()
         })?;
-        let me = std::process::id();
         let mut interrupted = Vec::new();
-        for (id, pid) in candidates {
-            let dead = match pid {
-                Some(p) => p != me && !alive(p),
-                None => false,
-            };
+        for (id, pid, owner) in candidates {
+            let dead = (owner.is_some() || pid.is_some()) && !self.owner_alive(owner, pid);
             if dead {
                 self.with_conn(|c| {
                     c.execute(

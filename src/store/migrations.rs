@@ -14,12 +14,19 @@ use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
 pub const MIGRATIONS: &[(i64, &str)] =
-    &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS), (5, V5_STATUS_PAGE)];
+    &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS), (5, V5_STATUS_PAGE), (6, V6_OWNER)];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// A run's owner: the id of the process that holds `owners/ID.lock` beside the database
+/// (see `store/orphans.rs`). A pid alone is reused, most visibly by a daemon that is PID 1 in
+/// a container and starts again as PID 1.
+const V6_OWNER: &str = r#"
+ALTER TABLE runs ADD COLUMN owner INTEGER;
+"#;
 
 /// What the status page reads (SPEC §11), each answered without reading
 /// run rows one by one, also at 100,000 runs:

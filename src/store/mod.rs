@@ -9,6 +9,7 @@
 //! Timestamps are stored as RFC 3339 text in UTC with millisecond precision
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
+mod claim;
 mod greetings;
 mod history;
 pub mod migrations;
@@ -27,11 +28,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::Connection;
 use rusqlite::types::Type;
 
+pub use claim::Claim;
 pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
 pub use orphans::process_alive;
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
-pub use schedule::{NewFire, QueuedRun, SkipCounts, reason};
+pub use schedule::{FireClaim, NewFire, QueuedRun, SkipCounts, reason};
 pub use scrub::Scrub;
 pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 

@@ -45,6 +45,21 @@ pub struct NewFire<'a> {
     pub context: &'a str,
     /// The run may not start before this (jitter).
     pub not_before: Option<DateTime<Utc>>,
+    /// `overlap: skip`: when a run of the routine is active in the database (another
+    /// process's, such as `routines run`), the fire is recorded skipped with this why instead,
+    /// in the same transaction as the claim.
+    pub skip_if_active: Option<&'a str>,
+}
+
+/// What became of one claimed fire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireClaim {
+    /// Queued as this run.
+    Queued(i64),
+    /// Recorded skipped (another process's run of the routine is active) as this run.
+    Skipped(i64),
+    /// The instant was already claimed.
+    Duplicate,
 }
 
 /// A queued run, as the daemon needs it to start it.
@@ -84,26 +99,54 @@ impl Store {
     /// `Ok(None)` when the instant was already claimed (UNIQUE(routine,
     /// scheduled_for)): it must not run again.
     pub fn claim_fire(&self, fire: &NewFire<'_>) -> Result<Option<i64>, StoreError> {
-        Ok(self.claim_fires(std::slice::from_ref(fire))?.pop().flatten())
+        Ok(match self.claim_fires(std::slice::from_ref(fire))?.pop() {
+            Some(FireClaim::Queued(id)) => Some(id),
+            _ => None,
+        })
     }
 
     /// [`Store::claim_fire`] for many fires in one transaction (one commit
     /// for a whole tick or a batch of webhook requests).
-    pub fn claim_fires(&self, fires: &[NewFire<'_>]) -> Result<Vec<Option<i64>>, StoreError> {
+    /// The transaction takes the write lock before it reads (`BEGIN IMMEDIATE`), so the check
+    /// of `skip_if_active` and the claim are one step for every process.
+    pub fn claim_fires(&self, fires: &[NewFire<'_>]) -> Result<Vec<FireClaim>, StoreError> {
         let now = to_db_time(Utc::now());
         let pid = std::process::id();
+        let owner = self.owner_id();
         let contexts: Vec<_> = fires.iter().map(|f| self.clean_json(f.context)).collect();
         self.with_conn(|c| {
-            let tx = c.unchecked_transaction()?;
+            let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
             let mut ids = Vec::with_capacity(fires.len());
             {
+                let mut active = tx.prepare_cached(
+                    "SELECT EXISTS (SELECT 1 FROM runs WHERE routine = ?1 AND status IN ('queued', 'running')
+                                    AND kind != 'chat')",
+                )?;
+                let mut skipped = tx.prepare_cached(
+                    "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, finished_at, reason,
+                                       error)
+                     VALUES ('routine', ?1, ?2, ?3, 'skipped', ?4, ?4, 'overlap', ?5)
+                     ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                )?;
                 let mut stmt = tx.prepare_cached(
                     "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
-                                       pid, not_before)
-                     VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7)
+                                       pid, not_before, owner)
+                     VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8)
                      ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
                 )?;
                 for (fire, context) in fires.iter().zip(&contexts) {
+                    if let Some(why) = fire.skip_if_active {
+                        if active.query_row([fire.routine], |r| r.get::<_, bool>(0))? {
+                            let id: Option<i64> = skipped
+                                .query_row(
+                                    params![fire.routine, fire.trigger, fire.scheduled_for.map(to_db_time), now, why],
+                                    |r| r.get(0),
+                                )
+                                .optional()?;
+                            ids.push(id.map_or(FireClaim::Duplicate, FireClaim::Skipped));
+                            continue;
+                        }
+                    }
                     let id: Option<i64> = stmt
                         .query_row(
                             params![
@@ -114,11 +157,12 @@ impl Store {
                                 context,
                                 pid,
                                 fire.not_before.map(to_db_time),
+                                owner,
                             ],
                             |r| r.get(0),
                         )
                         .optional()?;
-                    ids.push(id);
+                    ids.push(id.map_or(FireClaim::Duplicate, FireClaim::Queued));
                 }
             }
             tx.commit()?;
@@ -242,8 +286,8 @@ impl Store {
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
             tx.execute(
-                "UPDATE runs SET pid = ?1 WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine'",
-                [std::process::id()],
+                "UPDATE runs SET pid = ?1, owner = ?2 WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine'",
+                params![std::process::id(), self.owner_id()],
             )?;
             let queued = {
                 let mut stmt = tx.prepare(&format!(
@@ -294,10 +338,10 @@ impl Store {
                 if again {
                     c.execute(
                         "UPDATE runs SET status = 'queued', attempt = attempt + 1, reason = NULL, finished_at = NULL,
-                                started_at = NULL, pid = ?2,
+                                started_at = NULL, pid = ?2, owner = ?3,
                                 error = 'attempt ' || attempt || ' was interrupted (' || reason || '); queued again'
                          WHERE id = ?1",
-                        params![id, std::process::id()],
+                        params![id, std::process::id(), self.owner_id()],
                     )
                 } else {
                     // Handled: it stays interrupted, and is not looked at again.

@@ -381,6 +381,7 @@ fn record(store: &Store, plan: &Plan) -> i64 {
             scheduled_for,
             context: &plan.context,
             not_before: None,
+            skip_if_active: None,
         };
         store.claim_fire(&fire).unwrap().unwrap()
     } else {

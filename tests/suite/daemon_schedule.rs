@@ -371,12 +371,16 @@ async fn a_run_interrupted_by_a_crash_is_retried_per_its_policy_at_the_next_star
                 scheduled_for: Some(t("2026-11-22T01:00:00Z")),
                 context: "{}",
                 not_before: None,
+                skip_if_active: None,
             })
             .unwrap()
             .unwrap();
         w.store.start_run(id).unwrap();
         w.store
-            .with_conn(|c| c.execute("UPDATE runs SET pid = ?1 WHERE id = ?2", rusqlite::params![dead_pid, id]))
+            // An owner whose lock nobody holds: a process that is gone.
+            .with_conn(|c| {
+                c.execute("UPDATE runs SET pid = ?1, owner = 4242 WHERE id = ?2", rusqlite::params![dead_pid, id])
+            })
             .unwrap();
         w.store.set_last_scheduled(name, t("2026-11-22T01:00:00Z")).unwrap();
     }

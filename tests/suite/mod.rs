@@ -8,6 +8,7 @@ mod daemon_process;
 mod daemon_schedule;
 mod eval;
 mod examples;
+mod faults;
 mod grounding;
 mod heartbeat;
 mod http;

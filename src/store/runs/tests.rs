@@ -105,6 +105,7 @@ fn the_trigger_context_is_written_once_and_attempts_and_prompt_leave_it_alone() 
             trigger_context: Some(r#"{"path":"in/a.csv"}"#.into()),
             attempt: 2,
             pid: Some(std::process::id()),
+            owner: store.owner_id(),
         })
     );
 }

@@ -104,6 +104,17 @@ impl Routines {
         Cmd::new(self, PathBuf::from(env!("CARGO_BIN_EXE_routines"))).args(args)
     }
 
+    /// Another program (`unshare`, a shell) in the project, with the project's environment;
+    /// [`Routines::binary`] names the routines binary for its arguments.
+    pub fn program(&self, program: &str) -> Cmd<'_> {
+        Cmd::new(self, PathBuf::from(program))
+    }
+
+    /// The path of the routines binary under test.
+    pub fn binary() -> &'static str {
+        env!("CARGO_BIN_EXE_routines")
+    }
+
     /// The program `name` of examples/ (which `cargo test` builds) in the project.
     pub fn example(&self, name: &str) -> Cmd<'_> {
         let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();

@@ -1,0 +1,5 @@
+//! Faults a machine causes at the worst moment (issue 13), each reproduced with real
+//! processes, signals and sockets, and checked in the database.
+
+mod overlap;
+mod pid_one;

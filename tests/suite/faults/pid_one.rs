@@ -1,0 +1,75 @@
+//! A daemon that is PID 1, as in a container: killed with a run in flight and started again,
+//! it is PID 1 again. The run's owner is its pid and start time, so the new daemon knows the
+//! old run's owner is gone, records it interrupted and runs it again per `retry`.
+
+use std::time::Duration;
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, hang, text};
+use crate::common::os::free_port;
+use crate::common::wait::{self, DEADLINE};
+
+/// `unshare --pid --fork --kill-child --mount-proc routines daemon`: the daemon is PID 1 of a
+/// new PID namespace and dies with its `unshare`. `None` (with the reason printed) where
+/// namespaces cannot be made.
+fn pid_one_works() -> bool {
+    let probe = std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]).output();
+    match probe {
+        Ok(o) if o.status.success() => true,
+        Ok(o) => {
+            eprintln!("SKIPPED: unshare --pid cannot run here: {}", String::from_utf8_lossy(&o.stderr).trim());
+            false
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: unshare is not available: {e}");
+            false
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_that_is_pid_one_again_recovers_the_run_its_killed_self_left() {
+    if !pid_one_works() {
+        return;
+    }
+    let mock = MockLlm::start().await;
+    let port = free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write(
+        "routines/hook.yaml",
+        "on: [{ webhook: { path: /hooks/go, auth: none } }]\nprompt: Go.\nretry: { attempts: 3, backoff: 1s }\n",
+    );
+    let pid_one =
+        || p.program("unshare").args(["--pid", "--fork", "--kill-child", "--mount-proc", Routines::binary(), "daemon"]);
+    mock.push(hang());
+    let mut first = pid_one().spawn().await;
+    first.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    assert_eq!(c.post(format!("http://127.0.0.1:{port}/hooks/go")).body("{}").send().await.unwrap().status(), 202);
+    mock.wait_for_requests(1).await;
+    assert_eq!(p.history(&["hook", "--status", "running"]).await.len(), 1);
+    first.kill().await;
+    // The daemon inside dies with its `unshare` a moment later; its data-folder lock says when.
+    let lock = p.path().join(".routines/daemon.lock");
+    let free = wait::poll(DEADLINE, Duration::from_millis(20), async || {
+        let probe = tokio::process::Command::new("flock").args(["-n", lock.to_str().unwrap(), "true"]).status();
+        probe.await.ok().filter(|s| s.success())
+    })
+    .await;
+    assert!(free.is_some(), "the killed daemon never let go of its data folder");
+
+    // Started again: PID 1 again, a new process. The run is not its own.
+    mock.push(text("done"));
+    let second = pid_one().spawn().await;
+    second.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let finished = wait::poll(DEADLINE, Duration::from_millis(100), async || {
+        let runs = p.history(&["hook"]).await;
+        (runs.len() == 1 && runs[0]["status"] == "succeeded").then_some(runs)
+    })
+    .await;
+    let runs = p.history(&["hook"]).await;
+    assert!(finished.is_some(), "the run left by the killed PID 1 was not recovered: {runs:?}");
+    let show = p.show(1).await;
+    assert_eq!(show["attempt"], 2, "{show}");
+    drop(second);
+}
