@@ -22,6 +22,9 @@ use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::{Overlap, Routine, StoredTriggerError, TriggerContext};
 use crate::store::{FireClaim, NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
 
+/// Why a queued fire of a routine that went away is recorded skipped.
+const REMOVED_WHY: &str = "the routine was removed or disabled before this fire started";
+
 /// A fire arriving at the dispatcher, from the timer loop, a file watcher
 /// or the webhook listener.
 #[derive(Debug, Clone)]
@@ -111,6 +114,12 @@ impl Dispatcher {
             }
             notified.await;
         }
+    }
+
+    /// Wakes every waiting fire to look again: the routines changed (a removed routine's fires
+    /// give up their place).
+    pub fn routines_changed(&self) {
+        self.changed.notify_waiters();
     }
 
     /// Accepts a fire: applies `overlap` against the routine's active runs,
@@ -360,11 +369,7 @@ impl Dispatcher {
                 return false;
             }
             let Some(routine) = self.routine(&fire.routine) else {
-                let _ = store.skip_queued(
-                    fire.run_id,
-                    reason::OVERLAP,
-                    "the routine was removed or disabled before this fire started",
-                );
+                let _ = store.skip_queued(fire.run_id, reason::REMOVED, REMOVED_WHY);
                 return false;
             };
             let my_turn = self.take_turn(&fire, &routine, cancel);
@@ -378,10 +383,20 @@ impl Dispatcher {
                 _ = self.closing.cancelled() => return false,
             }
         }
-        // A slot of max_concurrent_runs.
-        let permit = tokio::select! {
-            p = self.slots.acquire() => p,
-            _ = self.closing.cancelled() => return false,
+        // A slot of max_concurrent_runs; a routine removed meanwhile gives up its fires.
+        let permit = loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.routine(&fire.routine).is_none() {
+                let _ = store.skip_queued(fire.run_id, reason::REMOVED, REMOVED_WHY);
+                return false;
+            }
+            tokio::select! {
+                p = self.slots.acquire() => break p,
+                _ = notified => {}
+                _ = self.closing.cancelled() => return false,
+            }
         };
         let Ok(_permit) = permit else { return false };
         if cancel.is_cancelled() {

@@ -135,6 +135,7 @@ impl Scheduler {
         if let Ok(mut current) = self.dispatcher.routines.write() {
             *current = map;
         }
+        self.dispatcher.routines_changed();
         Ok(())
     }
 

@@ -293,13 +293,20 @@ impl Intake for DaemonIntake {
 
 /// Watches the routine folder and the config file; after a quiet
 /// [`RELOAD_DEBOUNCE`] it loads them again and sends the result.
-fn watch_routine_files(config: &Config, signals: UnboundedSender<Signal>) -> Option<notify::RecommendedWatcher> {
+fn watch_routine_files(
+    config: &Config,
+    signals: UnboundedSender<Signal>,
+) -> Option<Arc<std::sync::Mutex<notify::RecommendedWatcher>>> {
     use notify::Watcher as _;
     let (tx, mut rx) = unbounded_channel::<()>();
     let config_file = config.file.clone();
     let routines_dir = std::path::absolute(&config.routines_dir).unwrap_or_else(|_| config.routines_dir.clone());
+    let watched_dir = routines_dir.clone();
+    // The folder itself counts too: `rm -rf routines; mkdir routines` removes the watch on it,
+    // and its parent's watch sees it come back.
     let relevant = move |p: &std::path::Path| {
         Some(p) == config_file.as_deref()
+            || p == routines_dir
             || (p.parent() == Some(routines_dir.as_path()) && p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
     };
     let mut watcher = match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -319,6 +326,10 @@ fn watch_routine_files(config: &Config, signals: UnboundedSender<Signal>) -> Opt
     if let Some(dir) = config.file.as_ref().and_then(|f| f.parent()) {
         dirs.push(dir.to_path_buf());
     }
+    if let Some(parent) = watched_dir.parent() {
+        dirs.push(parent.to_path_buf());
+    }
+    dirs.dedup();
     for dir in &dirs {
         if dir.is_dir() {
             if let Err(e) = watcher.watch(dir, notify::RecursiveMode::NonRecursive) {
@@ -328,10 +339,20 @@ fn watch_routine_files(config: &Config, signals: UnboundedSender<Signal>) -> Opt
     }
     let file = config.file.clone();
     let cwd = config.file.as_ref().and_then(|f| f.parent()).map(PathBuf::from).unwrap_or_default();
+    let watcher = Arc::new(std::sync::Mutex::new(watcher));
+    let rewatch = watcher.clone();
     tokio::spawn(async move {
         while rx.recv().await.is_some() {
             // Quiet period: take every event until none comes for a while.
             while let Ok(Some(())) = tokio::time::timeout(RELOAD_DEBOUNCE, rx.recv()).await {}
+            // A routines folder made anew needs a new watch (watching it again is harmless).
+            if watched_dir.is_dir() {
+                if let Ok(mut w) = rewatch.lock() {
+                    if let Err(e) = w.watch(&watched_dir, notify::RecursiveMode::NonRecursive) {
+                        tracing::warn!(folder = %watched_dir.display(), error = %e, "Cannot watch the routines folder again.");
+                    }
+                }
+            }
             let loaded = match config::load(file.as_deref(), &cwd, &ProcessEnv) {
                 Ok(config) => {
                     let inline = config.source.as_ref().map(|s| (config.inline_routines.as_slice(), s));

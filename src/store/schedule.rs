@@ -24,6 +24,8 @@ pub mod reason {
     pub const CRASH: &str = "crash";
     /// Interrupted: the daemon stopped and its grace period ran out.
     pub const SHUTDOWN: &str = "shutdown";
+    /// Skipped: the routine's file was removed (or the routine disabled) before the fire started.
+    pub const REMOVED: &str = "removed";
     /// Skipped: the routine was paused (`routines pause`).
     pub const PAUSED: &str = "paused";
 }

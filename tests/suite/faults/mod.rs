@@ -3,3 +3,4 @@
 
 mod overlap;
 mod pid_one;
+mod reload;
