@@ -65,7 +65,10 @@ pub async fn run(
         }
     });
 
-    // Webhooks, /healthz and /metrics.
+    // Webhooks, /healthz and /metrics. Idle connections must not starve the rest of the
+    // daemon of file descriptors.
+    let open_files = webhook::raise_open_files_limit();
+    tracing::debug!(open_files, "Open files limit.");
     let table = RouteTable::new(routes(&routines, &ProcessEnv));
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await
@@ -88,7 +91,10 @@ pub async fn run(
     let server = {
         let stop = server_stop.clone();
         let router = webhook::router(table.clone(), intake, settings, token).merge(status::router(page));
-        tokio::spawn(async move { webhook::serve(listener, router, async move { stop.cancelled().await }).await })
+        let limits = webhook::Limits::default();
+        tokio::spawn(
+            async move { webhook::serve(listener, router, async move { stop.cancelled().await }, limits).await },
+        )
     };
 
     // Failed deliveries, attempted again with backoff (and, at start, those

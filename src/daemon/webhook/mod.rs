@@ -26,9 +26,9 @@
 mod auth;
 mod body;
 mod rate;
+mod serve;
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use axum::Router;
@@ -44,6 +44,7 @@ pub use auth::Auth;
 use auth::{check_auth, visible_headers};
 use body::{DRAIN_CAP, ReadError, content_length, drain, read_body};
 use rate::Bucket;
+pub use serve::{Limits, raise_open_files_limit, serve};
 
 /// The content type of the Prometheus text exposition format.
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -164,19 +165,6 @@ pub fn router(
         .merge(metrics_route)
         .fallback(webhook)
         .with_state(state)
-}
-
-/// Serves `router` on `listener` until `shutdown` completes, then stops accepting connections
-/// and returns once the requests in flight have been answered.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    if let Ok(address) = listener.local_addr() {
-        tracing::info!(%address, "Webhook listener started.");
-    }
-    axum::serve(listener, router).with_graceful_shutdown(shutdown).await
 }
 
 #[derive(Clone)]

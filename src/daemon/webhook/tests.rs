@@ -83,15 +83,24 @@ fn default_routes() -> Vec<Route> {
 }
 
 async fn start_with(routes: Vec<Route>, settings: Settings, mode: Mode) -> Server {
+    start_limited(routes, settings, mode, Limits::default()).await
+}
+
+async fn start_limited(routes: Vec<Route>, settings: Settings, mode: Mode, limits: Limits) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let intake = Arc::new(Recorder { mode, calls: Mutex::new(Vec::new()) });
     let table = RouteTable::new(routes);
     let app = router(table.clone(), intake.clone(), settings, None);
     let (shutdown, signal) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, app, async move {
-        let _ = signal.await;
-    }));
+    let task = tokio::spawn(serve(
+        listener,
+        app,
+        async move {
+            let _ = signal.await;
+        },
+        limits,
+    ));
     Server { base: format!("http://{address}"), address, intake, table, client: reqwest::Client::new(), shutdown, task }
 }
 
@@ -391,4 +400,62 @@ fn debug_output_hides_secrets() {
     let shown = format!("{:?}", route("deploy", "/hooks/deploy", Auth::Hmac(SECRET.to_owned())));
     assert!(!shown.contains(SECRET), "{shown}");
     assert!(!format!("{:?}", Auth::Bearer(TOKEN.to_owned())).contains(TOKEN));
+}
+
+// ---- slow and idle clients ----
+
+/// Reads from `stream` until the server closes it (or it errors); how long that took.
+async fn closed_after(mut stream: tokio::net::TcpStream) -> (std::time::Duration, Vec<u8>) {
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (started.elapsed(), got),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => panic!("the server kept a stalled connection open"),
+        }
+    }
+}
+
+fn short() -> Limits {
+    Limits { read_timeout: std::time::Duration::from_millis(300), max_connections: 8 }
+}
+
+#[tokio::test]
+async fn half_sent_headers_and_bodies_are_cut_off_at_the_read_timeout() {
+    let server = start_limited(default_routes(), Settings::default(), Mode::Accept, short()).await;
+    let mut headers = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    headers.write_all(b"POST /hooks/deploy HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let (_, got) = closed_after(headers).await;
+    assert!(got.is_empty() || String::from_utf8_lossy(&got).contains("408"), "{}", String::from_utf8_lossy(&got));
+    let mut body = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    body.write_all(b"POST /hooks/deploy HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\":").await.unwrap();
+    let (_, got) = closed_after(body).await;
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 408"), "{}", String::from_utf8_lossy(&got));
+    assert!(server.intake.calls.lock().unwrap().is_empty(), "nothing half-sent was accepted");
+}
+
+#[tokio::test]
+async fn beyond_the_connection_cap_a_connection_is_closed_and_healthz_answers_once_idle_ones_time_out() {
+    let server = start_limited(default_routes(), Settings::default(), Mode::Accept, short()).await;
+    let mut idle = Vec::new();
+    for _ in 0..8 {
+        idle.push(tokio::net::TcpStream::connect(server.address).await.unwrap());
+    }
+    // Let the server take them all before the one too many.
+    let one_more = loop {
+        let s = tokio::net::TcpStream::connect(server.address).await.unwrap();
+        let (took, got) = closed_after(s).await;
+        if took < std::time::Duration::from_millis(200) && got.is_empty() {
+            break true;
+        }
+    };
+    assert!(one_more, "a connection over the cap was refused at once");
+    // The idle ones end at the read timeout, and then the service answers again.
+    for s in idle {
+        closed_after(s).await;
+    }
+    let health = server.client.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
 }
