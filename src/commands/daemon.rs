@@ -8,6 +8,7 @@ use routines::daemon::DaemonError;
 use routines::daemon::lock::DaemonLock;
 use routines::daemon::service;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
 
 use crate::app::{Error, engine, routines};
 
@@ -17,13 +18,25 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let engine = engine(config, true)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
-    let stop = async move {
-        tokio::select! {
-            _ = terminate.recv() => tracing::info!("SIGTERM received."),
-            _ = interrupt.recv() => tracing::info!("SIGINT received."),
+    // The first SIGTERM or SIGINT stops in order; a second one cuts the grace period short.
+    let (stop, hurry) = (CancellationToken::new(), CancellationToken::new());
+    let (stop_tx, hurry_tx) = (stop.clone(), hurry.clone());
+    tokio::spawn(async move {
+        for n in 0..2 {
+            tokio::select! {
+                _ = terminate.recv() => tracing::info!("SIGTERM received."),
+                _ = interrupt.recv() => tracing::info!("SIGINT received."),
+            }
+            if n == 0 {
+                eprintln!("routines daemon: stopping; runs get their grace period (signal again to stop at once)");
+                stop_tx.cancel();
+            } else {
+                eprintln!("routines daemon: stopping at once; running runs are interrupted and queued again");
+                hurry_tx.cancel();
+            }
         }
-    };
-    service::run(engine, loaded, Arc::new(SystemClock), stop).await?;
+    });
+    service::run(engine, loaded, Arc::new(SystemClock), stop.cancelled_owned(), hurry).await?;
     drop(lock);
     Ok(())
 }

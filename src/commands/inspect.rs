@@ -187,7 +187,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
         v["deliveries"] = Value::Array(
             deliveries
                 .iter()
-                .map(|d| json!({"target": d.target, "kind": d.kind, "status": d.status, "error": d.error, "attempts": d.attempts, "on_failure": d.on_failure}))
+                .map(|d| json!({"target": d.target, "kind": d.kind, "status": d.status, "error": d.error, "attempts": d.attempts, "on_failure": d.on_failure, "permanent": d.permanent}))
                 .collect(),
         );
         print_json(&v)?;

@@ -460,13 +460,21 @@ impl Dispatcher {
     /// Stops starting fires, waits up to `grace` for running ones, then
     /// cancels those still running (recorded `interrupted`, reason
     /// `shutdown`) and waits for them to record it.
-    pub async fn shut_down(&self, grace: std::time::Duration) {
+    pub async fn shut_down(&self, grace: std::time::Duration, hurry: &CancellationToken) {
         self.closing.cancel();
         self.changed.notify_waiters();
-        if tokio::time::timeout(grace, self.none_executing()).await.is_ok() {
+        let finished = tokio::select! {
+            done = tokio::time::timeout(grace, self.none_executing()) => done.is_ok(),
+            () = hurry.cancelled() => false,
+        };
+        if finished {
             return;
         }
-        let message = format!("the daemon stopped and the run did not finish within the grace period of {grace:?}");
+        let message = if hurry.is_cancelled() {
+            "the daemon was told a second time to stop and stopped at once".to_string()
+        } else {
+            format!("the daemon stopped and the run did not finish within the grace period of {grace:?}")
+        };
         if let Ok(active) = self.active.lock() {
             for entry in active.values() {
                 for cancel in entry.running.values() {

@@ -60,7 +60,8 @@ impl Backoff {
 pub async fn run_loop(engine: Arc<Engine>, clock: Arc<dyn Clock>, backoff: Backoff, stop: CancellationToken) {
     loop {
         let now = clock.now();
-        match engine.deliverer.retry(&|d| backoff.due(d, now)).await {
+        // A permanent failure waits for a person: `routines deliver --retry` after a fix.
+        match engine.deliverer.retry(&|d| !d.permanent && backoff.due(d, now)).await {
             Ok(done) => {
                 for r in done {
                     tracing::info!(
@@ -98,6 +99,7 @@ mod tests {
             attempts,
             error: None,
             updated_at: t(updated_at),
+            permanent: false,
         }
     }
 

@@ -27,12 +27,15 @@ use crate::tools::tool_names;
 const RELOAD_DEBOUNCE: Duration = Duration::from_millis(300);
 
 /// Runs the daemon until `stop` resolves, then stops in order: no new
-/// fires, running runs get `limits.shutdown_grace`, the rest are cancelled.
+/// fires, running runs get `limits.shutdown_grace`, the rest are cancelled
+/// (recorded `interrupted`, reason shutdown, and queued again per `retry`).
+/// `hurry` (a second SIGTERM or SIGINT) cuts the grace period short.
 pub async fn run(
     engine: Engine,
     loaded: LoadedRoutines,
     clock: Arc<dyn Clock>,
     stop: impl std::future::Future<Output = ()>,
+    hurry: CancellationToken,
 ) -> Result<(), DaemonError> {
     let config = engine.config.clone();
     let engine = Arc::new(engine);
@@ -150,7 +153,7 @@ pub async fn run(
         let _ = task.await;
     }
     scheduler.on_change = None;
-    dispatcher.shut_down(config.limits.shutdown_grace.get()).await;
+    dispatcher.shut_down(config.limits.shutdown_grace.get(), &hurry).await;
     match tokio::time::timeout(Duration::from_secs(5), server).await {
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "The webhook listener stopped with an error."),
         Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),

@@ -82,7 +82,8 @@ impl Deliverer {
                         on_failure,
                         payload: "{}",
                     })
-                    .and_then(|id| self.store.set_delivery(id, DeliveryStatus::Failed, Some(&e)));
+                    // A target that cannot be rendered will not render on a retry either.
+                    .and_then(|id| self.store.finish_delivery(id, DeliveryStatus::Failed, Some(&e), true));
                 return DeliveryReport { target: shown, status: DeliveryStatus::Failed, error: Some(e) };
             }
         };
@@ -108,14 +109,14 @@ impl Deliverer {
         // Recorded before the attempt: a process that dies between sending
         // and recording leaves `sending`, which is never sent again blindly.
         let _ = self.store.set_delivery_sending(id);
-        let (status, error) = match payload.deliver(self).await {
-            Ok(_) => (DeliveryStatus::Delivered, None),
+        let (status, error, permanent) = match payload.deliver(self).await {
+            Ok(_) => (DeliveryStatus::Delivered, None, false),
             Err(e) => {
-                tracing::warn!(run_id, target = %target_text, error = %e, "Delivery failed.");
-                (DeliveryStatus::Failed, Some(self.clean(e.to_string())))
+                tracing::warn!(run_id, target = %target_text, error = %e, retryable = e.retryable(), "Delivery failed.");
+                (DeliveryStatus::Failed, Some(self.clean(e.to_string())), !e.retryable())
             }
         };
-        let _ = self.store.set_delivery(id, status, error.as_deref());
+        let _ = self.store.finish_delivery(id, status, error.as_deref(), permanent);
         DeliveryReport { target: target_text, status, error }
     }
 
@@ -164,11 +165,11 @@ impl Deliverer {
                 }
                 Err(_) => Err(DeliveryError::NotRendered { kind: d.kind.clone(), target: d.target.clone() }),
             };
-            let (status, error) = match outcome {
-                Ok(_) => (DeliveryStatus::Delivered, None),
-                Err(e) => (DeliveryStatus::Failed, Some(e.to_string())),
+            let (status, error, permanent) = match outcome {
+                Ok(_) => (DeliveryStatus::Delivered, None, false),
+                Err(e) => (DeliveryStatus::Failed, Some(e.to_string()), !e.retryable()),
             };
-            self.store.set_delivery(d.id, status, error.as_deref())?;
+            self.store.finish_delivery(d.id, status, error.as_deref(), permanent)?;
             done.push(Retried { row: d, status, error });
         }
         Ok(done)

@@ -90,10 +90,12 @@ pub struct DeliveryRow {
     pub attempts: u32,
     pub error: Option<String>,
     pub updated_at: chrono::DateTime<Utc>,
+    /// Its last failure was permanent: the daemon does not attempt it again.
+    pub permanent: bool,
 }
 
 const DELIVERY_COLUMNS: &str =
-    "id, run_id, seq, kind, target, on_failure, payload, status, attempts, error, updated_at";
+    "id, run_id, seq, kind, target, on_failure, payload, status, attempts, error, updated_at, permanent";
 
 fn delivery_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
     let status: String = r.get(7)?;
@@ -109,6 +111,7 @@ fn delivery_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
         attempts: r.get(8)?,
         error: r.get(9)?,
         updated_at: time_column(r, 10)?,
+        permanent: r.get::<_, i64>(11)? != 0,
     })
 }
 
@@ -237,11 +240,24 @@ impl Store {
 
     /// Records one attempt of a delivery.
     pub fn set_delivery(&self, id: i64, status: DeliveryStatus, error: Option<&str>) -> Result<(), StoreError> {
+        self.finish_delivery(id, status, error, false)
+    }
+
+    /// [`Store::set_delivery`], saying whether a failure is permanent (not attempted again by
+    /// the daemon).
+    pub fn finish_delivery(
+        &self,
+        id: i64,
+        status: DeliveryStatus,
+        error: Option<&str>,
+        permanent: bool,
+    ) -> Result<(), StoreError> {
         let error = self.clean_opt(error);
         self.with_conn(|c| {
             c.execute(
-                "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4 WHERE id = ?1",
-                params![id, status.as_str(), error, to_db_time(Utc::now())],
+                "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4, permanent = ?5
+                 WHERE id = ?1",
+                params![id, status.as_str(), error, to_db_time(Utc::now()), permanent],
             )
         })?;
         Ok(())

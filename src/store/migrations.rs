@@ -13,13 +13,26 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::{StoreError, to_db_time};
 
 /// All migrations this binary knows, in ascending version order.
-pub const MIGRATIONS: &[(i64, &str)] =
-    &[(1, V1_INITIAL), (2, V2_ROUTINE_RUNS), (3, V3_DAEMON), (4, V4_GREETINGS), (5, V5_STATUS_PAGE), (6, V6_OWNER)];
+pub const MIGRATIONS: &[(i64, &str)] = &[
+    (1, V1_INITIAL),
+    (2, V2_ROUTINE_RUNS),
+    (3, V3_DAEMON),
+    (4, V4_GREETINGS),
+    (5, V5_STATUS_PAGE),
+    (6, V6_OWNER),
+    (7, V7_PERMANENT),
+];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// A delivery that failed for good (an SMTP 5xx, a bad address, a path or template that cannot
+/// work): the daemon does not attempt it again; `routines deliver --retry` does, when asked.
+const V7_PERMANENT: &str = r#"
+ALTER TABLE deliveries ADD COLUMN permanent INTEGER NOT NULL DEFAULT 0;
+"#;
 
 /// A run's owner: the id of the process that holds `owners/ID.lock` beside the database
 /// (see `store/orphans.rs`). A pid alone is reused, most visibly by a daemon that is PID 1 in

@@ -196,7 +196,7 @@ async fn on_failure_deliveries_are_written_when_the_run_fails() {
     let show = p.show(1).await;
     assert_eq!(
         show["deliveries"],
-        json!([{"target": "alerts/nightly-1.txt", "kind": "file", "status": "delivered", "error": null, "attempts": 1, "on_failure": true}])
+        json!([{"target": "alerts/nightly-1.txt", "kind": "file", "status": "delivered", "error": null, "attempts": 1, "on_failure": true, "permanent": false}])
     );
 
     // A successful run does not use them.
