@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Parser, Subcommand};
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::ArgValueCandidates;
+
+use crate::app::complete::{routine_names, skill_names};
 
 #[derive(Debug, Parser)]
 #[command(name = "routines", version, about = "Runs LLM agent routines unattended.", propagate_version = true)]
@@ -39,6 +42,7 @@ pub enum Command {
     },
     /// The next fire times of a routine's time triggers.
     Next {
+        #[arg(add = ArgValueCandidates::new(routine_names))]
         name: String,
         /// How many.
         #[arg(short = 'n', default_value_t = 5)]
@@ -48,6 +52,7 @@ pub enum Command {
     },
     /// Fire a routine now: the final output on stdout, progress on stderr.
     Run {
+        #[arg(add = ArgValueCandidates::new(routine_names))]
         name: String,
         /// A template variable, added to the routine's `vars` (repeatable).
         #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
@@ -64,6 +69,7 @@ pub enum Command {
     /// Stop firing a routine's triggers without editing its file (kept in the store;
     /// `run` by hand still works).
     Pause {
+        #[arg(add = ArgValueCandidates::new(routine_names))]
         name: String,
         #[arg(long)]
         json: bool,
@@ -71,6 +77,7 @@ pub enum Command {
     /// Fire a paused routine's triggers again. With --catch-up, run it now once when
     /// instants were skipped while it was paused.
     Resume {
+        #[arg(add = ArgValueCandidates::new(routine_names))]
         name: String,
         #[arg(long)]
         catch_up: bool,
@@ -80,10 +87,15 @@ pub enum Command {
     /// Run every trigger of every routine until SIGINT/SIGTERM: schedules,
     /// file events and webhooks (with /healthz and /metrics); routine files
     /// are reloaded when they change.
-    Daemon,
+    Daemon {
+        /// `json`: one JSON object per log line on stderr, for log shippers.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
+    },
     /// Recent runs, newest first.
     History {
         /// Only this routine.
+        #[arg(add = ArgValueCandidates::new(routine_names))]
         name: Option<String>,
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -128,6 +140,7 @@ pub enum Command {
     /// The skills in skills_dir: name, description, folder. With NAME, its SKILL.md.
     Skills {
         /// The skill whose SKILL.md to print.
+        #[arg(add = ArgValueCandidates::new(skill_names))]
         name: Option<String>,
         #[arg(long)]
         json: bool,
@@ -141,6 +154,35 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A shell completion script (bash, zsh or fish) that also completes routine and skill
+    /// names. Load it with e.g. `source <(routines completions bash)`.
+    Completions { shell: Shell },
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+impl Shell {
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shell::Bash => "bash",
+            Shell::Zsh => "zsh",
+            Shell::Fish => "fish",
+        }
+    }
 }
 
 /// A `--var` that is not `KEY=VALUE`; clap reports it as bad usage (exit code 2).

@@ -18,8 +18,14 @@ mod cli;
 mod commands;
 
 fn main() -> ExitCode {
+    // A shell asking for completions (see `routines completions`) is answered and exits here.
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
+        .var(commands::completions::COMPLETE_VAR)
+        .complete();
     let cli = Cli::parse();
-    init_logging(cli.verbose, cli.quiet);
+    let json_logs = matches!(cli.command, Command::Daemon { log_format: cli::LogFormat::Json });
+    init_logging(cli.verbose, cli.quiet, json_logs);
+    routines::daemon::use_json_logs(json_logs);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -43,6 +49,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
     let config = || app::load_config(cli.config.as_deref(), &cwd);
     match cli.command {
         Command::Init { dir } => commands::init::run(&cwd, dir.as_deref()),
+        Command::Completions { shell } => commands::completions::run(shell.name()),
         Command::Validate => commands::validate::run(&config()?),
         Command::List { json } => commands::inspect::list(&config()?, json),
         Command::Next { name, n, json } => commands::inspect::next(&config()?, &name, n, json),
@@ -59,16 +66,18 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Eval { suite, json } => commands::eval::run(config()?, &cwd, suite.as_deref(), json).await,
         Command::Pause { name, json } => commands::pause::pause(&config()?, &name, json),
         Command::Resume { name, catch_up, json } => commands::pause::resume(config()?, &name, catch_up, json).await,
-        Command::Daemon => commands::daemon::run(config()?).await,
+        Command::Daemon { .. } => commands::daemon::run(config()?).await,
         Command::Heartbeat { force, greeting, json } => {
             commands::heartbeat::run(config()?, force, greeting, json).await
         }
     }
 }
 
-fn init_logging(verbose: u8, quiet: bool) {
+fn init_logging(verbose: u8, quiet: bool, json: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
+        // Log shippers want the daemon's events, not only its warnings.
+        (false, 0) if json => "info",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
@@ -79,10 +88,10 @@ fn init_logging(verbose: u8, quiet: bool) {
     // Every log line passes through the process's secrets (filled as the config and routines
     // are read), whatever model or provider text it carries.
     let stderr = routines::policy::secrets::Redacting::new(std::io::stderr, routines::policy::Redactor::process());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(stderr)
-        .with_target(false)
-        .init();
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(stderr).with_target(false);
+    if json {
+        fmt.json().with_current_span(false).with_span_list(false).init();
+    } else {
+        fmt.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
+    }
 }

@@ -96,6 +96,9 @@ pub enum Error {
     Signals(#[source] std::io::Error),
     #[error("cannot print JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// Writing to stdout failed (a closed pipe).
+    #[error("cannot write the output: {0}")]
+    Print(#[source] std::io::Error),
     /// `routines eval` with a suite that cannot be loaded; its problems are shown under it.
     #[error(transparent)]
     Suite(#[from] SuiteError),
@@ -159,6 +162,7 @@ impl Error {
             | Error::CurrentDir(_)
             | Error::Signals(_)
             | Error::Json(_)
+            | Error::Print(_)
             | Error::Eval(_)
             | Error::TasksFailed { .. } => 1,
         }

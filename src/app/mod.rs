@@ -2,6 +2,7 @@
 //! Everything here is used by `commands` and `chat`; nothing here knows a
 //! command.
 
+pub mod complete;
 mod error;
 
 use std::path::Path;

@@ -6,7 +6,7 @@ use routines::clock::SystemClock;
 use routines::config::Config;
 use routines::daemon::DaemonError;
 use routines::daemon::lock::DaemonLock;
-use routines::daemon::service;
+use routines::daemon::{announce, service};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
@@ -28,10 +28,10 @@ pub async fn run(config: Config) -> Result<(), Error> {
                 _ = interrupt.recv() => tracing::info!("SIGINT received."),
             }
             if n == 0 {
-                eprintln!("routines daemon: stopping; runs get their grace period (signal again to stop at once)");
+                announce("routines daemon: stopping; runs get their grace period (signal again to stop at once)");
                 stop_tx.cancel();
             } else {
-                eprintln!("routines daemon: stopping at once; running runs are interrupted and queued again");
+                announce("routines daemon: stopping at once; running runs are interrupted and queued again");
                 hurry_tx.cancel();
             }
         }

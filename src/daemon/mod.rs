@@ -318,3 +318,21 @@ impl Scheduler {
 
 /// How long a stopping daemon lets running runs finish.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// Whether stderr carries JSON log lines only (`routines daemon --log-format json`).
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes [`announce`] write log events instead of plain lines.
+pub fn use_json_logs(json: bool) {
+    JSON_LOGS.store(json, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A line for the person who started the daemon (ready, stopping, stopped): plain text on
+/// stderr, or an INFO event where every line of stderr must be JSON.
+pub fn announce(line: &str) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!("{line}");
+    } else {
+        eprintln!("{line}");
+    }
+}

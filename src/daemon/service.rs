@@ -141,7 +141,10 @@ pub async fn run(
         listen = %address,
         "Daemon started; the status page, webhooks, /healthz and /metrics on http://{address}."
     );
-    eprintln!("routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C", routines.len());
+    super::announce(&format!(
+        "routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C",
+        routines.len()
+    ));
 
     scheduler.run_loop(signals_rx, stop).await;
 
@@ -159,7 +162,7 @@ pub async fn run(
         Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),
         _ => {}
     }
-    eprintln!("routines daemon: stopped");
+    super::announce("routines daemon: stopped");
     Ok(())
 }
 

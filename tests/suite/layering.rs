@@ -30,6 +30,7 @@ const LAYERS: &[Layer] = &[
             ("commands", &["app", "eval"]),
             ("chat", &["app"]),
             ("app", &["eval"]),
+            ("cli", &["app"]),
         ],
     },
     Layer {
