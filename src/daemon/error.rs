@@ -22,6 +22,9 @@ pub enum DaemonError {
     /// The status page could not be set up.
     #[error(transparent)]
     Status(#[from] crate::status::StatusError),
+    /// The database file went away or was replaced under the running daemon.
+    #[error("{0}")]
+    DatabaseGone(String),
     /// The webhook listener could not bind `server.listen`.
     #[error("cannot listen on {address} (server.listen): {source}")]
     Listen {
@@ -49,6 +52,9 @@ impl DaemonError {
                 Some("stop it first, or give this one its own `data_dir` in routines.yaml".into())
             }
             DaemonError::Config(e) => e.hint(),
+            DaemonError::DatabaseGone(_) => Some(
+                "the fires taken since are in the old file; restore it or start the daemon again on a new one".into(),
+            ),
             DaemonError::Listen { .. } => {
                 Some("choose a free address in routines.yaml, e.g. server: { listen: 127.0.0.1:8788 }".into())
             }

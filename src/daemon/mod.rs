@@ -15,6 +15,7 @@
 //! - On SIGINT/SIGTERM nothing new starts; running runs get a grace period,
 //!   then are cancelled and recorded `interrupted` for the next start.
 
+mod db_watch;
 pub mod dispatch;
 mod error;
 pub mod lock;

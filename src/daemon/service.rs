@@ -82,9 +82,14 @@ pub async fn run(
         rate_per_second: config.server.rate_limit,
         burst: config.server.rate_burst,
     };
-    let intake: Arc<dyn Intake> =
-        Arc::new(DaemonIntake { dispatcher: dispatcher.clone(), writer: start_writer(dispatcher.clone()) });
     let server_stop = CancellationToken::new();
+    let db_gone = CancellationToken::new();
+    let db = super::db_watch::watch(&config.database_path(), db_gone.clone(), server_stop.clone());
+    let intake: Arc<dyn Intake> = Arc::new(DaemonIntake {
+        dispatcher: dispatcher.clone(),
+        writer: start_writer(dispatcher.clone()),
+        db: db.clone(),
+    });
     // The status page, with a store connection of its own, beside the webhooks.
     let token = config.ui_token(&ProcessEnv)?;
     let page_routines = RoutineList::new(routines.iter().cloned());
@@ -146,6 +151,12 @@ pub async fn run(
         routines.len()
     ));
 
+    let stop = async move {
+        tokio::select! {
+            () = stop => {}
+            () = db_gone.cancelled() => {}
+        }
+    };
     scheduler.run_loop(signals_rx, stop).await;
 
     tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
@@ -163,7 +174,10 @@ pub async fn run(
         _ => {}
     }
     super::announce("routines daemon: stopped");
-    Ok(())
+    match db.reason() {
+        Some(why) => Err(DaemonError::DatabaseGone(why.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// Loading thousands of routine files leaves freed parser memory in the
@@ -274,6 +288,7 @@ fn start_writer(dispatcher: Arc<Dispatcher>) -> mpsc::Sender<Claim> {
 struct DaemonIntake {
     dispatcher: Arc<Dispatcher>,
     writer: mpsc::Sender<Claim>,
+    db: super::db_watch::DbGone,
 }
 
 #[async_trait::async_trait]
@@ -284,6 +299,9 @@ impl Intake for DaemonIntake {
         };
         if !r.spec.enabled {
             return Err(IntakeError::Refused(format!("routine `{routine}` is disabled")));
+        }
+        if let Some(why) = self.db.reason() {
+            return Err(IntakeError::Unavailable(format!("{why}; the daemon is stopping")));
         }
         let fire =
             IncomingFire { routine: routine.to_string(), trigger: TriggerContext::Webhook(request), catch_up: false };
