@@ -87,6 +87,9 @@ pub struct Engine {
     pub deliverer: Deliverer,
 }
 
+/// How long the end of a run is retried before the error is given up to the caller.
+const END_WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl Engine {
     /// The engine of `config`: opens the database (marking runs whose process
     /// died as `interrupted`), the memory, the templates, the secret redactor,
@@ -383,6 +386,26 @@ impl Engine {
     }
 
     /// Delivers (or, on failure, runs on_failure deliveries) and records the outcome.
+    /// Writes a run's end. A write that fails for a reason that may pass (a full disk, a busy
+    /// database) is tried again with backoff for up to [`END_WRITE_PATIENCE`]: a run whose end
+    /// is not recorded stays `running` and would be taken for a crash and run (and delivered)
+    /// again.
+    async fn record_end(&self, run_id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let mut wait = std::time::Duration::from_millis(250);
+        loop {
+            match self.store.finish_run(run_id, outcome) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is_transient() && started.elapsed() < END_WRITE_PATIENCE => {
+                    tracing::error!(run_id, error = %e, "Cannot record the end of the run; trying again in {wait:?}.");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(std::time::Duration::from_secs(10));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     async fn finish(
         &self,
         routine: &Routine,
@@ -402,7 +425,7 @@ impl Engine {
         } else {
             self.deliverer.deliver_outcome(routine, run_id, &outcome, ctx).await
         };
-        self.store.finish_run(run_id, &outcome)?;
+        self.record_end(run_id, &outcome).await?;
         Ok(RunReport {
             run_id,
             routine: routine.name.clone(),

@@ -78,14 +78,37 @@ pub enum StoreError {
          restart routines"
     )]
     Poisoned,
-    #[error("database operation failed: {0}")]
+    #[error("database operation failed: {0}{note}", note = full_disk_note(.0))]
     Sqlite(#[from] rusqlite::Error),
     /// A write done for several callers at once failed; each gets this.
     #[error("{0}")]
     Batch(String),
 }
 
+/// Names the cause where SQLite only says "database or disk is full".
+fn full_disk_note(e: &rusqlite::Error) -> &'static str {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
+            " (the disk holding the data folder is full; free space there)"
+        }
+        _ => "",
+    }
+}
+
 impl StoreError {
+    /// Whether the failure may pass by itself (a full disk, a busy or locked database, an I/O
+    /// error): the write is worth trying again.
+    pub fn is_transient(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => {
+                matches!(f.code, C::DiskFull | C::DatabaseBusy | C::DatabaseLocked | C::SystemIoFailure)
+            }
+            StoreError::Batch(_) => true,
+            _ => false,
+        }
+    }
+
     /// The exit code of a command stopped by it: 1, a failure; each message says what to do.
     pub fn exit_code(&self) -> u8 {
         1

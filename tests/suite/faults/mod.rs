@@ -3,6 +3,7 @@
 
 mod database;
 mod deliveries;
+mod full_disk;
 mod overlap;
 mod pid_one;
 mod reload;

@@ -1,0 +1,73 @@
+//! A run that ends while the data folder's disk is full: its end is written once space is
+//! back, so it is neither left `running` nor taken for a crash and run (and delivered) again.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text};
+
+/// A small tmpfs, unmounted on drop; `None` (with the reason printed) where mounting fails.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path) -> Option<SmallDisk> {
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", "size=3m", "tmpfs"]).arg(dir).output();
+        match out {
+            Ok(o) if o.status.success() => Some(SmallDisk(dir.to_path_buf())),
+            Ok(o) => {
+                eprintln!("SKIPPED: cannot mount a tmpfs here: {}", String::from_utf8_lossy(&o.stderr).trim());
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: mount is not available: {e}");
+                None
+            }
+        }
+    }
+
+    /// Fills the disk to the last byte with `filler`.
+    fn fill(&self) -> PathBuf {
+        let filler = self.0.join("filler");
+        let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", filler.display())).output();
+        filler
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_on_a_full_disk_is_recorded_once_space_is_back() {
+    let mock = MockLlm::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(&data.path().join("data")) else { return };
+    let p = Routines::project(&mock.base_url(), &format!("data_dir: {}\n", disk.0.display()));
+    p.write(
+        "routines/report.yaml",
+        "prompt: Report.\nagent: { tools: [] }\ndeliver:\n  - file: { path: out/report.md, mode: append }\n",
+    );
+    mock.push(text("the report").with_delay(Duration::from_millis(800)));
+    let running = p.command(["-v", "run", "report"]).spawn().await;
+    mock.wait_for_requests(1).await;
+    let filler = disk.fill();
+    running.wait_for_stderr("the retried end", |l| l.contains("Cannot record the end of the run")).await;
+    assert!(running.stderr().contains("the disk holding the data folder is full"), "{}", running.stderr());
+    std::fs::remove_file(&filler).unwrap();
+    let out = running.finish(Duration::from_secs(60)).await;
+    out.success();
+    let runs = p.history(&["report"]).await;
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "succeeded", "{runs:?}");
+    // Opened again later (a restart): nothing is taken for a crash and run again.
+    let runs = p.history(&["report"]).await;
+    assert_eq!(runs[0]["status"], "succeeded");
+    assert_eq!(mock.request_count(), 1);
+    let report = std::fs::read_to_string(p.path().join("out/report.md")).unwrap_or_default();
+    assert!(report.matches("the report").count() <= 1, "delivered twice: {report}");
+}
