@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use crate::agent::SetupError;
 use crate::delivery::DeliveryError;
 use crate::policy::PathError;
-use crate::routine::template::TemplateError;
+use crate::routine::context::PromptError;
 use crate::store::StoreError;
 
 /// Why a run could not start, be set up or be recorded. A run that starts and fails is not an
@@ -57,15 +57,4 @@ impl EngineError {
             _ => None,
         }
     }
-}
-
-/// Why a routine's prompt could not be rendered.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PromptError {
-    /// Neither `prompt` nor `prompt_template` is set (the name of the routine).
-    #[error("routine `{0}` has no prompt")]
-    Missing(String),
-    #[error(transparent)]
-    Template(#[from] TemplateError),
 }

@@ -10,7 +10,6 @@
 //! decided by [`crate::routine::overlap`].
 
 mod cancel;
-mod context;
 mod error;
 mod reply;
 
@@ -35,8 +34,9 @@ use crate::store::{Claim, NewRun, RunKind, RunOutcome, RunStatus, Store, StoreEr
 use crate::tools::ShellSettings;
 
 pub use crate::delivery::DeliveryReport;
+pub use crate::routine::context::PromptError;
 pub use cancel::Cancel;
-pub use error::{EngineError, PromptError};
+pub use error::EngineError;
 
 /// Refuses a routine with `enabled: false` ([`EngineError::Disabled`], exit code 3). Manual runs
 /// check it before anything else is set up.
@@ -114,13 +114,13 @@ impl Engine {
         attempt: u32,
         vars: &BTreeMap<String, String>,
     ) -> Value {
-        context::build(routine, trigger, run_id, attempt, vars, Utc::now())
+        crate::routine::context::build(routine, trigger, run_id, attempt, vars, Utc::now())
     }
 
     /// The routine's prompt, rendered with `ctx`, untrusted trigger data fenced and checked
     /// (`context.rs`).
     pub fn render_prompt(&self, routine: &Routine, ctx: &Value) -> Result<String, PromptError> {
-        Ok(context::render_prompt(&self.templates, routine, ctx, self.config.language)?.text)
+        Ok(crate::routine::context::render_prompt(&self.templates, routine, ctx, self.config.language)?.text)
     }
 
     /// The entries of the routine's `attach`, rendered with `ctx`: globs and paths of images.
@@ -222,9 +222,10 @@ impl Engine {
         let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
         let mut outcome = RunOutcome::new(RunStatus::Failed, None);
 
-        let prompt = match context::render_prompt(&self.templates, routine, &ctx, self.config.language) {
+        let prompt = match crate::routine::context::render_prompt(&self.templates, routine, &ctx, self.config.language)
+        {
             Ok(p) => {
-                context::record_findings(&self.store, run_id, &p.findings);
+                crate::routine::context::record_findings(&self.store, run_id, &p.findings);
                 p.text
             }
             Err(e) => {

@@ -4,6 +4,7 @@
 //! The serde types of a routine file live in `config::routine_file`, since
 //! routines.yaml may hold routines inline; they are re-exported here.
 
+pub mod context;
 pub mod cron;
 mod load;
 pub mod overlap;

@@ -45,7 +45,7 @@ const LAYERS: &[Layer] = &[
         modules: &["tools", "skills", "llm", "policy", "routine", "memory"],
         arrows: &[
             ("tools", &["policy", "llm", "memory", "routine", "skills"]),
-            ("routine", &["skills"]),
+            ("routine", &["skills", "policy"]),
             ("llm", &["policy"]),
         ],
     },

@@ -7,13 +7,23 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Value, json};
 
-use super::PromptError;
 use crate::config::Language;
 use crate::policy::injection::{self, Finding, Severity};
 use crate::routine::Routine;
 use crate::routine::TriggerContext;
-use crate::routine::template::{Fencing, Templates};
+use crate::routine::template::{Fencing, TemplateError, Templates};
 use crate::store::{EventKind, NewEvent, Store};
+
+/// Why a routine's prompt could not be rendered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptError {
+    /// Neither `prompt` nor `prompt_template` is set (the name of the routine).
+    #[error("routine `{0}` has no prompt")]
+    Missing(String),
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+}
 
 /// `routine`, `trigger` (its kind, instant and what the trigger adds),
 /// `now`, `vars` (with `overrides`) and `run`.
