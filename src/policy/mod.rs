@@ -58,6 +58,12 @@ pub struct Policy {
     protected: Vec<PathBuf>,
 }
 
+/// Each path as written and, where it exists, its canonical form (a path that appears later
+/// is still matched as written).
+fn with_canonical_forms(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().flat_map(|p| std::iter::once(p.clone()).chain(p.canonicalize().ok())).collect()
+}
+
 impl Policy {
     /// `workspace` must exist; forbidden paths that do not exist are kept as
     /// written (they may appear later).
@@ -65,16 +71,7 @@ impl Policy {
         let workspace = workspace
             .canonicalize()
             .map_err(|e| PathError::Workspace { path: workspace.to_path_buf(), reason: e.to_string() })?;
-        let forbidden = forbidden
-            .iter()
-            .flat_map(|p| {
-                let mut forms = vec![p.clone()];
-                if let Ok(c) = p.canonicalize() {
-                    forms.push(c);
-                }
-                forms
-            })
-            .collect();
+        let forbidden = with_canonical_forms(forbidden);
         Ok(Policy {
             autonomy,
             workspace,
@@ -87,16 +84,7 @@ impl Policy {
 
     /// The same policy, refusing writes to `paths` and everything under them.
     pub fn with_protected(mut self, paths: &[PathBuf]) -> Self {
-        self.protected = paths
-            .iter()
-            .flat_map(|p| {
-                let mut forms = vec![p.clone()];
-                if let Ok(c) = p.canonicalize() {
-                    forms.push(c);
-                }
-                forms
-            })
-            .collect();
+        self.protected = with_canonical_forms(paths);
         self
     }
 

@@ -16,7 +16,7 @@
 use super::{CommandRefusal, CommandRefusal as R};
 
 /// git options that run a given program. `--exec-path` alone only prints.
-const GIT_EXEC_OPTIONS: &[&str] = &[
+pub(super) const GIT_EXEC_OPTIONS: &[&str] = &[
     "--upload-pack",
     "--receive-pack",
     "--exec",

@@ -10,6 +10,7 @@
 
 use std::net::IpAddr;
 
+use super::git::GIT_EXEC_OPTIONS;
 use super::{CommandRefusal, CommandRefusal as R};
 use crate::policy::net::blocked_reason;
 
@@ -211,22 +212,9 @@ pub(super) fn find(argv: &[String]) -> Result<(), CommandRefusal> {
     }
 }
 
-/// git long options that run a program, write outside the workspace or serve the repository.
-const GIT_LONG: &[&str] = &[
-    "--upload-pack",
-    "--receive-pack",
-    "--exec",
-    "--extcmd",
-    "--open-files-in-pager",
-    "--to-cmd",
-    "--cc-cmd",
-    "--header-cmd",
-    "--sendmail-cmd",
-    "--smtp-server",
-    "--ext-diff",
-    "--textconv",
-    "--config-env",
-];
+/// git long options that make diff run a program or set config, beyond git.rs's list of
+/// options that run a given program.
+const GIT_LONG_MORE: &[&str] = &["--ext-diff", "--textconv", "--config-env"];
 
 /// git settings that `-c` may set: display and identity only.
 const GIT_INERT_KEYS: &[&str] = &[
@@ -247,7 +235,8 @@ pub(super) fn git_extra(argv: &[String]) -> Result<(), CommandRefusal> {
     let args = argv.get(1..).unwrap_or_default();
     for (k, a) in args.iter().enumerate() {
         if a.starts_with("--") && !a.starts_with("--exec-path") || a == "--exec-path" {
-            if let Some(opt) = GIT_LONG.iter().find(|o| long_option(a, o)) {
+            let dangerous = GIT_EXEC_OPTIONS.iter().chain(GIT_LONG_MORE).filter(|o| **o != "--exec-path");
+            if let Some(opt) = dangerous.into_iter().find(|o| long_option(a, o)) {
                 return Err(R::GitExec(opt.to_string()));
             }
         }
