@@ -168,6 +168,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
         v["output"] = json!(run.output);
         v["prompt"] = json!(detail.prompt);
         v["attempt"] = json!(detail.attempt);
+        v["earlier_attempts"] = json!(detail.earlier_attempts);
         v["trigger_context"] =
             detail.trigger_context.as_deref().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null);
         v["tokens"] = json!({"prompt": run.prompt_tokens, "completion": run.completion_tokens});
@@ -199,6 +200,9 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
     };
     println!("run {}  {}  {}", run.id, run.routine.as_deref().unwrap_or(run.kind.as_str()), run.status.as_str());
     println!("trigger:   {} (attempt {})", run.trigger, detail.attempt);
+    for earlier in &detail.earlier_attempts {
+        println!("earlier:   {earlier}");
+    }
     if let Some(s) = run.scheduled_for {
         println!("scheduled: {}", when(Some(s)));
     }

@@ -18,6 +18,8 @@ pub struct RunDetail {
     pub pid: Option<u32>,
     /// The owner id of the process running it (see `store/orphans.rs`).
     pub owner: Option<i64>,
+    /// How each earlier attempt ended, oldest first (`attempt 1 interrupted (crash): ...`).
+    pub earlier_attempts: Vec<String>,
 }
 
 /// Which runs to list.
@@ -148,15 +150,23 @@ impl Store {
 
     pub fn run_detail(&self, id: i64) -> Result<Option<RunDetail>, StoreError> {
         self.with_conn(|c| {
-            c.query_row("SELECT prompt, trigger_context, attempt, pid, owner FROM runs WHERE id = ?1", [id], |r| {
-                Ok(RunDetail {
-                    prompt: r.get(0)?,
-                    trigger_context: r.get(1)?,
-                    attempt: r.get(2)?,
-                    pid: r.get(3)?,
-                    owner: r.get(4)?,
-                })
-            })
+            c.query_row(
+                "SELECT prompt, trigger_context, attempt, pid, owner, earlier_attempts FROM runs WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok(RunDetail {
+                        prompt: r.get(0)?,
+                        trigger_context: r.get(1)?,
+                        attempt: r.get(2)?,
+                        pid: r.get(3)?,
+                        owner: r.get(4)?,
+                        earlier_attempts: r
+                            .get::<_, Option<String>>(5)?
+                            .map(|t| t.lines().map(String::from).collect())
+                            .unwrap_or_default(),
+                    })
+                },
+            )
             .optional()
         })
     }

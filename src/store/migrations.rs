@@ -21,12 +21,19 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (5, V5_STATUS_PAGE),
     (6, V6_OWNER),
     (7, V7_PERMANENT),
+    (8, V8_EARLIER),
 ];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// How each earlier attempt of a run ended (one line each, oldest first), so a run that
+/// succeeded at attempt 2 still says that attempt 1 was interrupted and why.
+const V8_EARLIER: &str = r#"
+ALTER TABLE runs ADD COLUMN earlier_attempts TEXT;
+"#;
 
 /// A delivery that failed for good (an SMTP 5xx, a bad address, a path or template that cannot
 /// work): the daemon does not attempt it again; `routines deliver --retry` does, when asked.

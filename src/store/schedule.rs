@@ -341,7 +341,10 @@ impl Store {
                     c.execute(
                         "UPDATE runs SET status = 'queued', attempt = attempt + 1, reason = NULL, finished_at = NULL,
                                 started_at = NULL, pid = ?2, owner = ?3,
-                                error = 'attempt ' || attempt || ' was interrupted (' || reason || '); queued again'
+                                error = 'attempt ' || attempt || ' was interrupted (' || reason || '); queued again',
+                                earlier_attempts = COALESCE(earlier_attempts || char(10), '')
+                                    || 'attempt ' || attempt || ' interrupted (' || reason || ')'
+                                    || COALESCE(': ' || error, '')
                          WHERE id = ?1",
                         params![id, std::process::id(), self.owner_id()],
                     )

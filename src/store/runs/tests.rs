@@ -106,6 +106,7 @@ fn the_trigger_context_is_written_once_and_attempts_and_prompt_leave_it_alone() 
             attempt: 2,
             pid: Some(std::process::id()),
             owner: store.owner_id(),
+            earlier_attempts: Vec::new(),
         })
     );
 }

@@ -71,5 +71,9 @@ async fn a_daemon_that_is_pid_one_again_recovers_the_run_its_killed_self_left() 
     assert!(finished.is_some(), "the run left by the killed PID 1 was not recovered: {runs:?}");
     let show = p.show(1).await;
     assert_eq!(show["attempt"], 2, "{show}");
+    // The record still says what became of the first attempt.
+    let earlier = show["earlier_attempts"].as_array().unwrap();
+    assert_eq!(earlier.len(), 1, "{show}");
+    assert!(earlier[0].as_str().unwrap().starts_with("attempt 1 interrupted (crash)"), "{show}");
     drop(second);
 }
