@@ -41,6 +41,7 @@ impl Agent {
 
         let mut turn = vec![self.user_message(message)];
         let mut stats = TurnStats::default();
+        self.last = stats;
         let mut ledger = CallLedger::default();
         let mut calls_made = Vec::new();
         let mut reply: Option<String> = None;
@@ -76,6 +77,8 @@ impl Agent {
             stats.iterations = iteration;
             stats.prompt_tokens += response.usage.prompt_tokens;
             stats.completion_tokens += response.usage.completion_tokens;
+            // Kept as it grows: a turn that fails later still reports what it used.
+            self.last = stats;
 
             let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
             let mut answer = None;
@@ -143,6 +146,7 @@ impl Agent {
             for call in &calls {
                 let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
                 stats.tool_calls += 1;
+                self.last = stats;
                 calls_made.push(CallRecord {
                     tool: call.name.clone(),
                     arguments: call.arguments.clone(),

@@ -73,6 +73,10 @@ async fn from_the_daemon_to_last_nights_failing_tool_call_in_three_clicks() {
 async fn with_a_token_the_page_and_metrics_need_it_and_healthz_does_not() {
     let mock = MockLlm::start().await;
     let (p, port) = failed_backup(&mock, "").await;
+    // A failed run still reports what its turn used: one model call before the provider gave up.
+    let show = p.show(1).await;
+    assert_eq!((show["status"].as_str(), show["iterations"].as_u64()), (Some("failed"), Some(1)), "{show}");
+    assert_eq!(show["tokens"], serde_json::json!({"prompt": 10, "completion": 5}), "{show}");
     // The same project, now served with a token.
     let p = p.env(TOKEN.0, TOKEN.1);
     p.write(
