@@ -42,7 +42,7 @@ pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnSt
 pub use hygiene::BadReply;
 pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};
 pub use record::StoreRecorder;
-pub use reply::{ReplyCheck, Review, SilentToken};
+pub use reply::{ReplyCheck, Review, SilentToken, review_prompt};
 pub use setup::{AgentSetup, SetupError, shell_settings};
 
 /// A person's answer to "run this?".

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Agent;
-use super::events::{CallRecord, RunEvent, TurnStats};
+use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
 use crate::llm::{ChatRequest, Message};
 
 /// How a reply is judged.
@@ -39,16 +39,29 @@ pub struct Review {
     pub what: String,
 }
 
-/// The default check: a reply equal to the routine's silent token is silent, also wrapped in
-/// markdown or quotes or followed by a full stop (`**NO_REPLY**`, `NO_REPLY.`). A silent reply
-/// from a turn that looked at nothing is not believed: the agent is asked once to check.
+/// The default check: a reply equal to the routine's silent token (`.0`) is silent, also
+/// wrapped in markdown or quotes or followed by a full stop (`**NO_REPLY**`, `NO_REPLY.`). A
+/// silent reply from a turn that looked at nothing is not believed: the agent is asked once to
+/// check. With the task (`.1`, the rendered prompt), a silent reply after tool calls is
+/// reviewed once against what they returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SilentToken(pub String);
+pub struct SilentToken(pub String, pub Option<String>);
 
 impl ReplyCheck for SilentToken {
     fn is_silent(&self, reply: &str) -> bool {
         let token = self.0.trim();
         !token.is_empty() && bare(reply) == token
+    }
+
+    /// Small models answer the token even after a tool showed the problem the task asks about
+    /// (an ERROR line, a service down): the results are reviewed once against the task.
+    fn review(&self, calls: &[CallRecord]) -> Option<Review> {
+        let task = self.1.as_deref()?;
+        Some(Review {
+            system: "You review the results of checks against a task.".into(),
+            prompt: review_prompt("Task", "the task says to report", task, calls, self.0.trim())?,
+            what: "review of what the tools returned".into(),
+        })
     }
 
     /// Small models answer the token at once, without looking.
@@ -107,13 +120,54 @@ impl Agent {
     }
 }
 
+/// How much of one check's output the review sees, and of all of them.
+const REVIEW_PER_CHECK: usize = 2000;
+const REVIEW_TOTAL: usize = 8000;
+
+/// The prompt of the review of a silent reply: the instructions (`label`: "Checklist" for a
+/// beat, "Task" for a routine) and what each tool call returned, and one question. `None`
+/// when no tool returned anything to review. Results of repeated calls and calls of unknown
+/// tools are left out: they are the agent's own notes, not what was checked.
+pub fn review_prompt(label: &str, asks: &str, instructions: &str, calls: &[CallRecord], token: &str) -> Option<String> {
+    let mut seen = Vec::new();
+    let mut results = String::new();
+    for call in calls {
+        let key = (call.tool.as_str(), call.arguments.as_str());
+        if seen.contains(&key) || matches!(call.status, ToolStatus::Duplicate | ToolStatus::UnknownTool) {
+            continue;
+        }
+        seen.push(key);
+        let output = call.result.trim();
+        let shown: String = output.chars().take(REVIEW_PER_CHECK).collect();
+        let cut = if shown.len() < output.len() { "\n[… cut]" } else { "" };
+        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.tool, call.arguments);
+        if results.len() + block.len() > REVIEW_TOTAL {
+            results.push_str("[… more results cut]\n");
+            break;
+        }
+        results.push_str(&block);
+    }
+    if results.is_empty() {
+        return None;
+    }
+    // Quoting lines is a task a small model does well; judging "does this
+    // need attention" it does not (a 1.5B model said all was well next to
+    // an ERROR line in most tries, and quoted it in all).
+    Some(format!(
+        "{label}:\n{}\n\nResults of the checks:\n{results}---\n\n\
+         Quote every line of the results that {asks}, or that shows a problem it asks \
+         about, one per line, and nothing else. If there is no such line, reply with exactly {token}.",
+        instructions.trim_end()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_silent_token_matches_the_bare_word_and_asks_once_when_nothing_was_checked() {
-        let check = SilentToken("NO_REPLY".into());
+        let check = SilentToken("NO_REPLY".into(), None);
         for reply in ["  NO_REPLY\n", "**NO_REPLY**", "`NO_REPLY`", "NO_REPLY.", "\"NO_REPLY\""] {
             assert!(check.is_silent(reply), "{reply}");
         }

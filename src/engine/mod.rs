@@ -274,7 +274,7 @@ impl Engine {
         }
 
         let deadline = Instant::now() + routine.spec.timeout.get();
-        let check = reply::check_of(routine, opts);
+        let check = reply::check_of(routine, opts, &prompt);
         let mut earlier = TurnStats::default();
         // Dropping the agent's future on timeout or cancellation kills the
         // process groups of its shell commands.

@@ -8,8 +8,10 @@ use crate::agent::{Agent, AgentError, CallRecord, ReplyCheck, SilentToken, ToolS
 use crate::routine::Routine;
 
 /// The check of a run: the one of its options, else its routine's silent token.
-pub(super) fn check_of(routine: &Routine, opts: &RunOptions) -> Arc<dyn ReplyCheck> {
-    opts.reply_check.clone().unwrap_or_else(|| Arc::new(SilentToken(routine.spec.silent_token.clone())))
+pub(super) fn check_of(routine: &Routine, opts: &RunOptions, task: &str) -> Arc<dyn ReplyCheck> {
+    opts.reply_check
+        .clone()
+        .unwrap_or_else(|| Arc::new(SilentToken(routine.spec.silent_token.clone(), Some(task.to_string()))))
 }
 
 impl Engine {

@@ -4,7 +4,7 @@
 //! reviewed by a short model call that sees only the checklist and what the
 //! checks returned ([`review_prompt`]).
 
-use crate::agent::{CallRecord, ReplyCheck, Review, ToolStatus};
+use crate::agent::{CallRecord, ReplyCheck, Review};
 
 /// The reply check of a beat: its ok token and its checklist.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,51 +85,16 @@ pub fn is_ok(reply: &str, token: &str) -> bool {
     mentions >= 1 && words.iter().all(|w| *w == token_lower || CHATTER.contains(&w.as_str()))
 }
 
-/// How much of one check's output the review sees, and of all of them.
-const REVIEW_PER_CHECK: usize = 2000;
-const REVIEW_TOTAL: usize = 8000;
-
-/// The prompt of the review of an all-is-well beat: the checklist and what
-/// each tool call of the beat returned, and one question. `None` when no
-/// tool returned anything to review. Results of repeated calls and calls of
-/// unknown tools are left out: they are the agent's own notes, not what
-/// was checked.
+/// The prompt of the review of an all-is-well beat: the checklist and what each tool call of
+/// the beat returned (see [`crate::agent::review_prompt`]).
 pub fn review_prompt(checklist: &str, calls: &[CallRecord], token: &str) -> Option<String> {
-    let mut seen = Vec::new();
-    let mut results = String::new();
-    for call in calls {
-        let key = (call.tool.as_str(), call.arguments.as_str());
-        if seen.contains(&key) || matches!(call.status, ToolStatus::Duplicate | ToolStatus::UnknownTool) {
-            continue;
-        }
-        seen.push(key);
-        let output = call.result.trim();
-        let shown: String = output.chars().take(REVIEW_PER_CHECK).collect();
-        let cut = if shown.len() < output.len() { "\n[… cut]" } else { "" };
-        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.tool, call.arguments);
-        if results.len() + block.len() > REVIEW_TOTAL {
-            results.push_str("[… more results cut]\n");
-            break;
-        }
-        results.push_str(&block);
-    }
-    if results.is_empty() {
-        return None;
-    }
-    // Quoting lines is a task a small model does well; judging "does this
-    // need attention" it does not (a 1.5B model said all was well next to
-    // an ERROR line in most tries, and quoted it in all).
-    Some(format!(
-        "Checklist:\n{}\n\nResults of the checks:\n{results}---\n\n\
-         Quote every line of the results that the checklist says to report, or that shows a problem it asks \
-         about, one per line, and nothing else. If there is no such line, reply with exactly {token}.",
-        checklist.trim_end()
-    ))
+    crate::agent::review_prompt("Checklist", "the checklist says to report", checklist, calls, token)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::ToolStatus;
 
     #[test]
     fn the_ok_token_is_recognized_wrapped_or_with_all_is_well_chatter() {

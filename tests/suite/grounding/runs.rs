@@ -36,16 +36,37 @@ async fn a_silent_reply_that_looked_at_nothing_is_asked_to_check_first() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silent_reply_after_a_check_is_believed() {
+async fn a_silent_reply_after_a_check_is_believed_once_a_review_agrees() {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "nothing new\n");
-    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("**NO_REPLY**")]);
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("**NO_REPLY**"), text("NO_REPLY")]);
     let o = p.run_async(["run", "watch", "--json"]).await;
     o.success();
     assert_eq!(o.json()["status"], "silent");
     assert!(!p.path().join("out.md").exists());
-    assert_eq!(mock.request_count(), 2);
+    assert_eq!(mock.request_count(), 3);
+    // The review sees the task and what the tool returned, and offers no tools.
+    let review = &mock.requests()[2];
+    let prompt = crate::common::content(review, 1);
+    assert!(prompt.starts_with("Task:\n") && prompt.contains("nothing new"), "{prompt}");
+    assert!(review.get("tools").is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())), "{review}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_reply_after_a_tool_showed_the_problem_is_reviewed_into_an_alert() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR payment provider unreachable\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text("09:12 ERROR payment provider unreachable"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "succeeded");
+    assert_eq!(o.json()["output"], "09:12 ERROR payment provider unreachable");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

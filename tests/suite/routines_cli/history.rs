@@ -12,7 +12,14 @@ async fn history_lists_newest_first_and_filters() {
     let mock = mock().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write("routines/daily.yaml", DAILY).write("routines/watch.yaml", "prompt: Anything?\nretry: { attempts: 1 }\n");
-    mock.push_all([text("one"), error(400, "nope"), tool_call("file_list", json!({})), text("NO_REPLY"), text("two")]);
+    mock.push_all([
+        text("one"),
+        error(400, "nope"),
+        tool_call("file_list", json!({})),
+        text("NO_REPLY"),
+        text("NO_REPLY"),
+        text("two"),
+    ]);
     for (name, code) in [("daily", 0), ("watch", 1), ("watch", 0), ("daily", 0)] {
         p.run_async(["run", name]).await.code(code);
     }
