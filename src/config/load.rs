@@ -356,6 +356,9 @@ fn resolve(
     if raw.limits.max_concurrent_runs == 0 {
         problem(&["limits", "max_concurrent_runs"], "max_concurrent_runs must be at least 1".into(), None);
     }
+    if raw.limits.max_queued == 0 {
+        problem(&["limits", "max_queued"], "max_queued must be at least 1".into(), None);
+    }
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
             if parse_time(value).is_none() {

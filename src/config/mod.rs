@@ -342,11 +342,24 @@ pub struct LimitSettings {
     /// start per their `retry`).
     #[serde(default = "default_shutdown_grace")]
     pub shutdown_grace: Duration,
+    /// Fires waiting in the durable queue at most; a webhook beyond it is answered 503 with
+    /// `Retry-After` (time triggers and file events are never refused: their instants are
+    /// recorded and caught up).
+    #[serde(default = "default_max_queued")]
+    pub max_queued: u32,
+}
+
+fn default_max_queued() -> u32 {
+    10_000
 }
 
 impl Default for LimitSettings {
     fn default() -> Self {
-        LimitSettings { max_concurrent_runs: default_max_concurrent_runs(), shutdown_grace: default_shutdown_grace() }
+        LimitSettings {
+            max_concurrent_runs: default_max_concurrent_runs(),
+            shutdown_grace: default_shutdown_grace(),
+            max_queued: default_max_queued(),
+        }
     }
 }
 

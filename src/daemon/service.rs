@@ -89,6 +89,7 @@ pub async fn run(
         dispatcher: dispatcher.clone(),
         writer: start_writer(dispatcher.clone()),
         db: db.clone(),
+        max_queued: usize::try_from(config.limits.max_queued).unwrap_or(usize::MAX),
     });
     // The status page, with a store connection of its own, beside the webhooks.
     let token = config.ui_token(&ProcessEnv)?;
@@ -289,6 +290,7 @@ struct DaemonIntake {
     dispatcher: Arc<Dispatcher>,
     writer: mpsc::Sender<Claim>,
     db: super::db_watch::DbGone,
+    max_queued: usize,
 }
 
 #[async_trait::async_trait]
@@ -302,6 +304,15 @@ impl Intake for DaemonIntake {
         }
         if let Some(why) = self.db.reason() {
             return Err(IntakeError::Unavailable(format!("{why}; the daemon is stopping")));
+        }
+        if self.dispatcher.queue_depth() >= self.max_queued {
+            return Err(IntakeError::Full {
+                message: format!(
+                    "the queue holds {} fires, its limit (limits.max_queued); try again later",
+                    self.max_queued
+                ),
+                retry_after: 10,
+            });
         }
         let fire =
             IncomingFire { routine: routine.to_string(), trigger: TriggerContext::Webhook(request), catch_up: false };

@@ -72,6 +72,10 @@ pub enum IntakeError {
     /// gets 409 with this message, so it must be written for the caller.
     #[error("{0}")]
     Refused(String),
+    /// The durable queue is full (`limits.max_queued`): 503 with `Retry-After`, this message
+    /// for the caller.
+    #[error("{message}")]
+    Full { message: String, retry_after: u64 },
 }
 
 /// The engine side of the listener.
@@ -283,6 +287,12 @@ async fn webhook(State(state): State<AppState>, request: Request) -> Response {
         Ok(Err(IntakeError::Refused(reason))) => {
             tracing::info!(routine, %path, %reason, "Webhook request refused by the engine.");
             error_response(StatusCode::CONFLICT, reason)
+        }
+        Ok(Err(IntakeError::Full { message, retry_after })) => {
+            tracing::warn!(routine, %path, "Webhook request refused: the queue is full.");
+            let mut response = error_response(StatusCode::SERVICE_UNAVAILABLE, message);
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            response
         }
         Ok(Err(IntakeError::Unavailable(reason))) => {
             tracing::warn!(routine, %path, %reason, "Webhook request could not be queued.");

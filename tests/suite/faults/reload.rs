@@ -1,5 +1,5 @@
-//! Hot reload under faults: a routine deleted while its fires wait, and a routines folder
-//! removed and made again.
+//! The daemon's queue under faults: a routine deleted while its fires wait, a routines folder
+//! removed and made again, and a queue at its limit.
 
 use std::time::Duration;
 
@@ -81,5 +81,34 @@ async fn a_routines_folder_removed_and_made_again_is_watched_again() {
     })
     .await;
     assert!(answered.is_some(), "a routine added to the re-created folder was never loaded");
+    drop(running);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_answers_503_with_retry_after_and_records_nothing_more() {
+    let mock = MockLlm::start().await;
+    let port = free_port();
+    let p = Routines::project(
+        &mock.base_url(),
+        &format!("server: {{ listen: 127.0.0.1:{port} }}\nlimits: {{ max_concurrent_runs: 1, max_queued: 2 }}\n"),
+    );
+    p.write(
+        "routines/q.yaml",
+        "on: [{ webhook: { path: /hooks/q, auth: none } }]\nprompt: Q.\noverlap: allow\nagent: { tools: [] }\n",
+    );
+    let running = daemon(&p, port).await;
+    mock.push(text("slow").with_delay(Duration::from_secs(3)));
+    let c = client();
+    let url = format!("http://127.0.0.1:{port}/hooks/q");
+    assert_eq!(c.post(&url).body("{}").send().await.unwrap().status(), 202);
+    mock.wait_for_requests(1).await;
+    for _ in 0..2 {
+        assert_eq!(c.post(&url).body("{}").send().await.unwrap().status(), 202);
+    }
+    let full = c.post(&url).body("{}").send().await.unwrap();
+    assert_eq!(full.status(), 503);
+    assert_eq!(full.headers()["retry-after"], "10");
+    assert!(full.text().await.unwrap().contains("limits.max_queued"));
+    assert_eq!(p.history(&["q"]).await.len(), 3, "the refused request left no run");
     drop(running);
 }
