@@ -166,6 +166,7 @@ impl Policy {
             return Err(PathError::Protected { input: input.into() });
         }
         paths::refuse_hard_link(&path, input)?;
+        paths::refuse_special(&path, input)?;
         Ok(path)
     }
 

@@ -23,6 +23,10 @@ pub enum PathError {
     HardLinked { input: String },
     #[error("`{input}` is not a usable path: {reason}")]
     Invalid { input: String, reason: String },
+    /// A FIFO, socket or device where a file would be written: writing could block, or reach
+    /// something other than a file.
+    #[error("`{input}` is a {kind}, not a regular file; only regular files are written")]
+    Special { input: String, kind: &'static str },
 }
 
 /// Resolves `input` against `workspace` (canonical), following symlinks of
@@ -125,6 +129,24 @@ pub fn refuse_hard_link(path: &Path, input: &str) -> Result<(), PathError> {
         Ok(meta) if meta.is_file() && meta.nlink() > 1 => Err(PathError::HardLinked { input: input.into() }),
         _ => Ok(()),
     }
+}
+
+/// Refuses an existing path that is a FIFO, a socket or a device: a write there could block
+/// the run or reach something other than a file. A path that does not exist yet passes.
+pub fn refuse_special(path: &Path, input: &str) -> Result<(), PathError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return Ok(()) };
+    let t = meta.file_type();
+    let kind = if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_block_device() || t.is_char_device() {
+        "device"
+    } else {
+        return Ok(());
+    };
+    Err(PathError::Special { input: input.into(), kind })
 }
 
 #[cfg(test)]

@@ -2,10 +2,8 @@
 //! program.
 //!
 //! - `-c KEY=VALUE`, `--config-env`, `clone -c/--config` and `git config`
-//!   writes are refused when the key can run a program (`alias.*`, `pager.*`,
-//!   `core.pager`, `core.sshCommand`, `core.editor`, `core.hooksPath`,
-//!   `core.fsmonitor`, `include*`, `*.textconv`, `filter.*.clean`, helpers,
-//!   `gpg.program`, `protocol.*.allow`, ...) or the value contains `!`.
+//!   writes set only inert keys (identity, display: `user.name`, `color.*`,
+//!   ...), and never a value with `!`; every other key is refused.
 //! - Options and subcommands that run a given program are refused:
 //!   `--upload-pack`, `--receive-pack`, `--exec`, `--exec-path=`, `clone|init
 //!   --template`, `--extcmd`, `grep -O`, `clone -u`, `rebase -x`, `submodule
@@ -114,41 +112,11 @@ fn git_value(key: &str, value: &str) -> Result<(), CommandRefusal> {
     Ok(())
 }
 
-/// Refuses a git configuration key whose value is a program (or pulls in other settings).
+/// Refuses every git configuration key but the inert ones (identity, display): a denylist of
+/// keys that run programs would miss the next one git adds (`gpg.ssh.defaultKeyCommand`,
+/// `difftool.<tool>.path`, `trace2.eventTarget`, ...).
 fn git_key(key: &str) -> Result<(), CommandRefusal> {
-    let lower = key.to_ascii_lowercase();
-    let section = lower.split('.').next().unwrap_or_default();
-    let name = lower.rsplit('.').next().unwrap_or_default();
-    let denied = matches!(section, "alias" | "pager" | "include" | "includeif" | "hook")
-        || matches!(
-            (section, name),
-            ("core", "pager" | "editor" | "askpass" | "fsmonitor" | "hookspath" | "gitproxy" | "alternaterefscommand")
-                | ("sequence", "editor")
-                | ("diff", "external")
-                | ("uploadpack", "packobjectshook")
-                | ("protocol", "allow")
-                | ("init", "templatedir")
-                | ("web", "browser")
-                | ("imap", "tunnel")
-                | ("man", "viewer")
-                | ("sendemail", "smtpserver" | "tocmd" | "cccmd" | "headercmd" | "sendmailcmd")
-        )
-        || matches!(
-            name,
-            "sshcommand"
-                | "textconv"
-                | "command"
-                | "cmd"
-                | "driver"
-                | "clean"
-                | "smudge"
-                | "process"
-                | "program"
-                | "helper"
-                | "uploadpack"
-                | "receivepack"
-        );
-    if denied { Err(R::GitConfig(key.to_string())) } else { Ok(()) }
+    if super::programs::git_inert_key(key) { Ok(()) } else { Err(R::GitConfig(key.to_string())) }
 }
 
 /// `git config KEY VALUE` / `git config set KEY VALUE` (and `--add`, `--replace-all`): the same keys as `git -c`.

@@ -98,7 +98,7 @@ pub enum CommandRefusal {
     EnvVar(String),
     /// A git setting that runs a program (the key as written).
     #[error(
-        "setting git's `{0}` can make git run another program; settings that run programs (aliases, pagers, editors, ssh commands, hooks, helpers, filters, includes) are not allowed"
+        "setting git's `{0}` is not allowed: only inert settings (user.name, user.email, color.*, core.quotepath, log.date, ...) may be set by a command, since others can make git run another program or write elsewhere"
     )]
     GitConfig(String),
     /// A git option or subcommand that runs a given program (`submodule foreach`, `--upload-pack`).

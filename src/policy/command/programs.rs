@@ -226,7 +226,29 @@ const GIT_INERT_KEYS: &[&str] = &[
     "log.showsignature",
     "i18n.logoutputencoding",
     "init.defaultbranch",
+    "core.abbrev",
+    "diff.renames",
+    "diff.noprefix",
+    "diff.algorithm",
+    "log.decorate",
+    "log.abbrevcommit",
+    "status.short",
+    "status.branch",
+    "column.ui",
+    "pull.rebase",
+    "pull.ff",
+    "merge.conflictstyle",
+    "tag.sort",
+    "branch.sort",
+    "safe.directory",
 ];
+
+/// Whether git's setting `key` is inert: it changes identity or display, never which
+/// program git runs, what it includes or where it writes. Everything else is refused.
+pub(super) fn git_inert_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    GIT_INERT_KEYS.contains(&key.as_str()) || key.starts_with("color.") || key.starts_with("advice.")
+}
 
 /// More git rules: every abbreviation of a long option that runs a program, `-c` only for
 /// inert keys, `daemon`, `--output` and other paths outside the workspace, and remotes on
@@ -245,9 +267,9 @@ pub(super) fn git_extra(argv: &[String]) -> Result<(), CommandRefusal> {
         }
         if a == "-c" || a == "--config" {
             let kv = args.get(k + 1).map_or("", String::as_str);
-            let key = kv.split_once('=').map_or(kv, |(key, _)| key).to_ascii_lowercase();
-            if !GIT_INERT_KEYS.contains(&key.as_str()) && !key.starts_with("color.") {
-                return Err(R::GitConfig(key));
+            let key = kv.split_once('=').map_or(kv, |(key, _)| key);
+            if !git_inert_key(key) {
+                return Err(R::GitConfig(key.to_string()));
             }
         }
         if let Some(path) = path_value(a, args.get(k + 1)) {

@@ -299,8 +299,22 @@ fn privilege_escalation() {
 fn git_settings_that_run_programs() {
     assert_eq!(
         refused("git -c core.pager='rm -rf .' log"),
-        "setting git's `core.pager` can make git run another program; settings that run programs (aliases, pagers, editors, ssh commands, hooks, helpers, filters, includes) are not allowed"
+        "setting git's `core.pager` is not allowed: only inert settings (user.name, user.email, color.*, core.quotepath, log.date, ...) may be set by a command, since others can make git run another program or write elsewhere"
     );
+    // Keys that run programs which a denylist would miss: only inert keys are allowed,
+    // through every way of setting one.
+    assert_eq!(
+        err("git -c gpg.ssh.defaultKeyCommand=x commit -S -m m"),
+        R::GitConfig("gpg.ssh.defaultKeyCommand".into())
+    );
+    assert_eq!(err("git -c difftool.t.path=/bin/sh difftool"), R::GitConfig("difftool.t.path".into()));
+    assert_eq!(err("git --config-env=trace2.eventTarget=X status"), R::GitConfig("trace2.eventTarget".into()));
+    assert_eq!(err("git --config-env core.pager=X log"), R::GitConfig("core.pager".into()));
+    assert_eq!(
+        err("git config --global gpg.ssh.defaultKeyCommand x"),
+        R::GitConfig("gpg.ssh.defaultKeyCommand".into())
+    );
+    assert_eq!(err("git config --global core.pager 'touch x'"), R::GitConfig("core.pager".into()));
     assert_eq!(err("git -c core.sshCommand=evil fetch"), R::GitConfig("core.sshCommand".into()));
     assert_eq!(err("git -c alias.x=!rm x"), R::GitConfig("alias.x".into()));
     assert_eq!(err("git -c user.name=hi! commit"), R::GitConfig("user.name".into()));

@@ -93,3 +93,9 @@ pub fn assert_nothing_recorded(p: &Routines, secret: &str, keep: &[&str]) {
 pub fn database_has(p: &Routines, part: &str) -> bool {
     database(p).iter().any(|c| c.contains(part))
 }
+
+/// The cells of one table of the project's database (see [`database`]).
+pub fn table(p: &Routines, name: &str) -> Vec<String> {
+    let prefix = format!("{name}: ");
+    database(p).into_iter().filter_map(|c| c.strip_prefix(&prefix).map(str::to_string)).collect()
+}
