@@ -109,6 +109,57 @@ fn percentiles(rt: &Runtime, policy: &SandboxPolicy, n: usize) {
     }
 }
 
+/// The whole `shell` tool call, as the agent makes it: parsing the command line with the
+/// command rules, the forbidden-path check, the sandbox, the child's pipes, its process group
+/// and the wait for the namespace to end.
+fn shell_tool(rt: &Runtime, policy: &SandboxPolicy, n: usize) {
+    use routines::config::{Autonomy, Language};
+    use routines::tools::{AgentFacts, Shell, ShellArgs, ShellSandbox, ShellSettings, Tool, ToolContext, safe_env};
+    for (name, sandbox) in sandboxes() {
+        let ctx = ToolContext {
+            workspace: policy.cwd.clone(),
+            policy: std::sync::Arc::new(routines::policy::Policy::new(Autonomy::Full, &policy.cwd, &[]).unwrap()),
+            memory: None,
+            language: Language::En,
+            facts: AgentFacts::default(),
+            redactor: Default::default(),
+            shell: ShellSettings {
+                timeout: Duration::from_secs(30),
+                env: safe_env(None, &[]),
+                sandbox: ShellSandbox::Ready {
+                    sandbox,
+                    read_only: policy.read_only.clone(),
+                    hidden: policy.hidden.clone(),
+                    network: false,
+                },
+            },
+            read_roots: std::sync::Arc::new([]),
+        };
+        let one = || {
+            let out = rt.block_on(Shell.call(ShellArgs { command: "echo hello".into() }, &ctx)).unwrap();
+            assert_eq!(out.trim(), "hello");
+        };
+        one();
+        let start_cpu = cpu();
+        let mut times: Vec<Duration> = (0..n)
+            .map(|_| {
+                let start = Instant::now();
+                one();
+                start.elapsed()
+            })
+            .collect();
+        times.sort();
+        let at = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+        println!(
+            "shell tool `echo hello` {name:<8} over {n} calls: p50 {:.2} ms  p95 {:.2} ms  CPU {:.2} ms/call{}",
+            ms(at(0.5)),
+            ms(at(0.95)),
+            ms(cpu() - start_cpu) / n as f64,
+            if name == "bwrap" { "  (target: p50 <= 15 ms)" } else { "" }
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let policy = workspace(&dir.path().canonicalize().unwrap());
@@ -131,6 +182,7 @@ fn main() {
     let policy = workspace(&dir.path().canonicalize().unwrap());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     percentiles(&rt, &policy, if full { 300 } else { 5 });
+    shell_tool(&rt, &policy, if full { 300 } else { 5 });
     if full {
         benches();
         Criterion::default().configure_from_args().final_summary();

@@ -36,7 +36,7 @@ pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use schedule::{Schedule, ScheduleScope};
 pub use self_info::SelfInfo;
-pub use shell::{Shell, ShellSandbox, ShellSettings, safe_env};
+pub use shell::{Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};
 pub use skill::SkillTool;
 pub use write::{FileEdit, FileWrite, write_atomic};
 
