@@ -62,13 +62,7 @@ impl Metrics {
         let mut out = String::new();
         let _ = writeln!(out, "# HELP routines_runs Runs recorded in the database, by status.");
         let _ = writeln!(out, "# TYPE routines_runs gauge");
-        let by_status = store
-            .with_conn(|c| {
-                let mut stmt = c.prepare("SELECT status, COUNT(*) FROM runs WHERE kind != 'chat' GROUP BY status")?;
-                let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()
-            })
-            .unwrap_or_default();
+        let (by_status, tokens) = store.totals().unwrap_or_default();
         for status in RunStatus::ALL {
             let n = by_status.iter().find(|(s, _)| s == status.as_str()).map_or(0, |(_, n)| *n);
             let _ = writeln!(out, "routines_runs{{status=\"{status}\"}} {n}");
@@ -89,15 +83,6 @@ impl Metrics {
         let _ = writeln!(out, "# HELP routines_runs_executing Runs executing now.");
         let _ = writeln!(out, "# TYPE routines_runs_executing gauge");
         let _ = writeln!(out, "routines_runs_executing {executing}");
-        let tokens = store
-            .with_conn(|c| {
-                c.query_row(
-                    "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) FROM runs",
-                    [],
-                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-                )
-            })
-            .unwrap_or_default();
         let _ = writeln!(out, "# HELP routines_model_tokens Model tokens used by recorded runs.");
         let _ = writeln!(out, "# TYPE routines_model_tokens counter");
         let _ = writeln!(out, "routines_model_tokens{{kind=\"prompt\"}} {}", tokens.0);

@@ -1,10 +1,13 @@
 //! The agent's long-term memory: keyed notes with full-text recall.
 //!
 //! Memories live in the `memories` table of the [`Store`] database (created
-//! by store migration 1). An FTS5 external-content index, `memories_fts`,
+//! by store migration 1). On SQLite, an FTS5 external-content index, `memories_fts`,
 //! is kept in sync by triggers and ranks matches with bm25, weighting a
-//! match in the key 2×, the content 1× and the category 0.5×.
+//! match in the key 2×, the content 1× and the category 0.5×. On PostgreSQL a
+//! `tsvector` column ranks them with `ts_rank` in the same proportions; what
+//! differs is written in [`postgres`].
 
+mod postgres;
 pub mod query;
 
 use chrono::Utc;
@@ -127,6 +130,12 @@ impl Memory {
     /// Key and category are trimmed of surrounding whitespace.
     pub fn store(&self, key: &str, content: &str, category: &str) -> Result<MemoryEntry, MemoryError> {
         let (key, content, category) = validate(key, content, category)?;
+        if let Some(pg) = self.store.postgres() {
+            let saved = postgres::store_many(pg, vec![(key.into(), content.into(), category.into())])?;
+            return saved.into_iter().next().ok_or_else(|| {
+                MemoryError::Store(StoreError::Unreadable(format!("saving memory {key:?} returned no row")))
+            });
+        }
         let now = to_db_time(Utc::now());
         Ok(self
             .store
@@ -147,6 +156,10 @@ impl Memory {
             .iter()
             .map(|(k, c, g)| validate(k.as_ref(), c.as_ref(), g.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
+        if let Some(pg) = self.store.postgres() {
+            let owned = checked.iter().map(|(k, c, g)| (k.to_string(), c.to_string(), g.to_string())).collect();
+            return Ok(postgres::store_many(pg, owned)?.len());
+        }
         let now = to_db_time(Utc::now());
         Ok(self.store.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
@@ -163,6 +176,9 @@ impl Memory {
 
     /// The memory stored under `key` (trimmed), if any.
     pub fn get(&self, key: &str) -> Result<Option<MemoryEntry>, MemoryError> {
+        if let Some(pg) = self.store.postgres() {
+            return Ok(postgres::get(pg, key.trim().to_string())?);
+        }
         Ok(self.store.with_conn(|c| {
             c.prepare_cached(&format!("SELECT {COLUMNS} FROM memories WHERE key = ?1"))?
                 .query_row([key.trim()], entry_from_row)
@@ -172,6 +188,9 @@ impl Memory {
 
     /// Deletes the memory under `key` (trimmed); true if there was one.
     pub fn forget(&self, key: &str) -> Result<bool, MemoryError> {
+        if let Some(pg) = self.store.postgres() {
+            return Ok(postgres::forget(pg, key.trim().to_string())?);
+        }
         let deleted =
             self.store.with_conn(|c| c.prepare_cached("DELETE FROM memories WHERE key = ?1")?.execute([key.trim()]))?;
         Ok(deleted > 0)
@@ -181,6 +200,9 @@ impl Memory {
     /// those of one category.
     pub fn list(&self, category: Option<&str>, limit: usize) -> Result<Vec<MemoryEntry>, MemoryError> {
         let limit = to_limit(limit);
+        if let Some(pg) = self.store.postgres() {
+            return Ok(postgres::list(pg, category.map(|c| c.trim().to_string()), limit)?);
+        }
         Ok(self.store.with_conn(|c| match category {
             Some(cat) => c
                 .prepare_cached(&format!(
@@ -198,6 +220,9 @@ impl Memory {
 
     /// Number of stored memories.
     pub fn count(&self) -> Result<u64, MemoryError> {
+        if let Some(pg) = self.store.postgres() {
+            return Ok(postgres::count(pg)?);
+        }
         let n: i64 = self.store.with_conn(|c| c.query_row("SELECT COUNT(*) FROM memories", [], |r| r.get(0)))?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
@@ -223,6 +248,9 @@ impl Memory {
             return Ok(Vec::new());
         }
         let category = category.map(str::trim);
+        if let Some(pg) = self.store.postgres() {
+            return Ok(postgres::recall(pg, &words, category.map(str::to_string), to_limit(limit))?);
+        }
         Ok(self.store.with_conn(|c| {
             let plan = query::plan(c, &words, query::BUDGET)?;
             query::execute(c, &plan, category, limit, query::BUDGET)

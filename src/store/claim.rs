@@ -32,6 +32,9 @@ impl Store {
     ) -> Result<Claim, StoreError> {
         let context = self.clean_json(context);
         let owner = self.owner_id();
+        if let Some(pg) = self.postgres() {
+            return pg.claim_run(run, context.into_owned(), owner, decide);
+        }
         let now = to_db_time(Utc::now());
         let claimed = self.with_conn(|c| {
             let tx = Transaction::new_unchecked(c, TransactionBehavior::Immediate)?;
@@ -93,6 +96,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::RunKind;
+    use crate::store::testing::{each_backend, reopen};
 
     fn run() -> NewRun {
         NewRun {
@@ -106,26 +110,23 @@ mod tests {
 
     #[test]
     fn claims_from_many_connections_at_once_admit_exactly_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        Store::open(&path).unwrap();
-        let claims: Vec<Claim> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..12)
-                .map(|_| {
-                    let path = path.clone();
-                    s.spawn(move || {
-                        let store = Store::open(&path).unwrap();
-                        store
-                            .claim_run(&run(), "{}", |active| (!active.is_empty()).then(|| "busy".to_string()))
-                            .unwrap()
+        each_backend(|_kind, dir, first| {
+            let claims: Vec<Claim> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..12)
+                    .map(|_| {
+                        let store = reopen(&first, dir);
+                        s.spawn(move || {
+                            store
+                                .claim_run(&run(), "{}", |active| (!active.is_empty()).then(|| "busy".to_string()))
+                                .unwrap()
+                        })
                     })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let queued = claims.iter().filter(|c| matches!(c, Claim::Queued(_))).count();
+            assert_eq!(queued, 1, "{claims:?}");
+            assert_eq!(reopen(&first, dir).active_runs("solo").unwrap().len(), 1);
         });
-        let queued = claims.iter().filter(|c| matches!(c, Claim::Queued(_))).count();
-        assert_eq!(queued, 1, "{claims:?}");
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.active_runs("solo").unwrap().len(), 1);
     }
 }

@@ -26,9 +26,13 @@ const AT: &str = "COALESCE(scheduled_for, created_at)";
 impl Store {
     /// The planned greeting times of local date `day`, if they were decided.
     pub fn greeting_plan(&self, day: NaiveDate) -> Result<Option<Vec<DateTime<Utc>>>, StoreError> {
-        let text: Option<String> = self.with_conn(|c| {
-            c.query_row("SELECT slots FROM greeting_plans WHERE day = ?1", [day.to_string()], |r| r.get(0)).optional()
-        })?;
+        let text: Option<String> = match self.postgres() {
+            Some(pg) => pg.greeting_plan(day.to_string())?,
+            None => self.with_conn(|c| {
+                c.query_row("SELECT slots FROM greeting_plans WHERE day = ?1", [day.to_string()], |r| r.get(0))
+                    .optional()
+            })?,
+        };
         text.map(|t| parse_slots(day, &t)).transpose()
     }
 
@@ -40,6 +44,10 @@ impl Store {
         slots: &[DateTime<Utc>],
     ) -> Result<Vec<DateTime<Utc>>, StoreError> {
         let json = serde_json::Value::from(slots.iter().map(|s| to_db_time(*s)).collect::<Vec<_>>()).to_string();
+        if let Some(pg) = self.postgres() {
+            pg.save_greeting_plan(day.to_string(), json)?;
+            return Ok(self.greeting_plan(day)?.unwrap_or_default());
+        }
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO greeting_plans (day, slots, created_at) VALUES (?1, ?2, ?3)
@@ -52,6 +60,9 @@ impl Store {
 
     /// Greetings whose time is in `[from, to)`, oldest first.
     pub fn greeting_runs(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> Result<Vec<GreetingRun>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.greeting_runs(to_db_time(from), to_db_time(to));
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT id, {AT}, status FROM runs
@@ -64,6 +75,9 @@ impl Store {
 
     /// The time of the newest greeting that reached the user (`succeeded`).
     pub fn last_greeting_sent(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.last_greeting_sent();
+        }
         self.with_conn(|c| {
             c.query_row(
                 &format!("SELECT MAX({AT}) FROM runs WHERE kind = 'greeting' AND status = 'succeeded'"),
@@ -93,6 +107,7 @@ fn parse_slots(day: NaiveDate, text: &str) -> Result<Vec<DateTime<Utc>>, StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::testing::each_backend;
     use crate::store::{NewRun, RunKind, RunOutcome};
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -101,43 +116,45 @@ mod tests {
 
     #[test]
     fn the_first_plan_of_a_day_is_kept() {
-        let store = Store::open_in_memory().unwrap();
-        let day = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
-        assert_eq!(store.greeting_plan(day).unwrap(), None);
-        let first = vec![t("2026-03-02T09:13:05Z"), t("2026-03-02T15:40:00Z")];
-        assert_eq!(store.save_greeting_plan(day, &first).unwrap(), first);
-        assert_eq!(store.save_greeting_plan(day, &[t("2026-03-02T10:00:00Z")]).unwrap(), first);
-        assert_eq!(store.greeting_plan(day).unwrap(), Some(first));
-        let empty = NaiveDate::from_ymd_opt(2026, 3, 3).unwrap();
-        assert_eq!(store.save_greeting_plan(empty, &[]).unwrap(), Vec::<DateTime<Utc>>::new());
-        assert_eq!(store.greeting_plan(empty).unwrap(), Some(vec![]));
+        each_backend(|_kind, _dir, store| {
+            let day = NaiveDate::from_ymd_opt(2026, 3, 2).unwrap();
+            assert_eq!(store.greeting_plan(day).unwrap(), None);
+            let first = vec![t("2026-03-02T09:13:05Z"), t("2026-03-02T15:40:00Z")];
+            assert_eq!(store.save_greeting_plan(day, &first).unwrap(), first);
+            assert_eq!(store.save_greeting_plan(day, &[t("2026-03-02T10:00:00Z")]).unwrap(), first);
+            assert_eq!(store.greeting_plan(day).unwrap(), Some(first));
+            let empty = NaiveDate::from_ymd_opt(2026, 3, 3).unwrap();
+            assert_eq!(store.save_greeting_plan(empty, &[]).unwrap(), Vec::<DateTime<Utc>>::new());
+            assert_eq!(store.greeting_plan(empty).unwrap(), Some(vec![]));
+        });
     }
 
     #[test]
     fn a_slot_is_claimed_once_and_only_sent_greetings_count_as_sent() {
-        let store = Store::open_in_memory().unwrap();
-        let new = |at: &str| NewRun {
-            kind: RunKind::Greeting,
-            routine: Some("greeting".into()),
-            trigger: "greeting".into(),
-            scheduled_for: Some(t(at)),
-            status: RunStatus::Queued,
-        };
-        let a = store.create_run(&new("2026-03-02T09:00:00Z")).unwrap();
-        assert!(matches!(store.create_run(&new("2026-03-02T09:00:00Z")), Err(StoreError::DuplicateFire { .. })));
-        let b = store.create_run(&new("2026-03-02T14:00:00Z")).unwrap();
-        let outcome = |status| RunOutcome::new(status, None);
-        store.finish_run(a, &outcome(RunStatus::Succeeded)).unwrap();
-        store.finish_run(b, &outcome(RunStatus::Failed)).unwrap();
-        assert_eq!(store.last_greeting_sent().unwrap(), Some(t("2026-03-02T09:00:00Z")));
-        let runs = store.greeting_runs(t("2026-03-02T00:00:00Z"), t("2026-03-03T00:00:00Z")).unwrap();
-        assert_eq!(
-            runs,
-            vec![
-                GreetingRun { id: a, at: t("2026-03-02T09:00:00Z"), status: RunStatus::Succeeded },
-                GreetingRun { id: b, at: t("2026-03-02T14:00:00Z"), status: RunStatus::Failed },
-            ]
-        );
-        assert!(store.greeting_runs(t("2026-03-02T09:00:01Z"), t("2026-03-02T14:00:00Z")).unwrap().is_empty());
+        each_backend(|_kind, _dir, store| {
+            let new = |at: &str| NewRun {
+                kind: RunKind::Greeting,
+                routine: Some("greeting".into()),
+                trigger: "greeting".into(),
+                scheduled_for: Some(t(at)),
+                status: RunStatus::Queued,
+            };
+            let a = store.create_run(&new("2026-03-02T09:00:00Z")).unwrap();
+            assert!(matches!(store.create_run(&new("2026-03-02T09:00:00Z")), Err(StoreError::DuplicateFire { .. })));
+            let b = store.create_run(&new("2026-03-02T14:00:00Z")).unwrap();
+            let outcome = |status| RunOutcome::new(status, None);
+            store.finish_run(a, &outcome(RunStatus::Succeeded)).unwrap();
+            store.finish_run(b, &outcome(RunStatus::Failed)).unwrap();
+            assert_eq!(store.last_greeting_sent().unwrap(), Some(t("2026-03-02T09:00:00Z")));
+            let runs = store.greeting_runs(t("2026-03-02T00:00:00Z"), t("2026-03-03T00:00:00Z")).unwrap();
+            assert_eq!(
+                runs,
+                vec![
+                    GreetingRun { id: a, at: t("2026-03-02T09:00:00Z"), status: RunStatus::Succeeded },
+                    GreetingRun { id: b, at: t("2026-03-02T14:00:00Z"), status: RunStatus::Failed },
+                ]
+            );
+            assert!(store.greeting_runs(t("2026-03-02T09:00:01Z"), t("2026-03-02T14:00:00Z")).unwrap().is_empty());
+        });
     }
 }

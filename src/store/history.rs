@@ -55,7 +55,7 @@ impl DeliveryStatus {
         }
     }
 
-    fn parse(s: &str) -> Self {
+    pub(super) fn parse(s: &str) -> Self {
         match s {
             "delivered" => DeliveryStatus::Delivered,
             "failed" => DeliveryStatus::Failed,
@@ -96,7 +96,7 @@ pub struct DeliveryRow {
     pub permanent: bool,
 }
 
-const DELIVERY_COLUMNS: &str =
+pub(super) const DELIVERY_COLUMNS: &str =
     "id, run_id, seq, kind, target, on_failure, payload, status, attempts, error, updated_at, permanent";
 
 fn delivery_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
@@ -123,6 +123,9 @@ impl Store {
     /// carries it in its claim.
     pub fn set_trigger_context(&self, id: i64, context: &str) -> Result<(), StoreError> {
         let context = self.clean_json(context);
+        if let Some(pg) = self.postgres() {
+            return pg.set_run_text(id, "trigger_context", context.into_owned());
+        }
         self.with_conn(|c| c.execute("UPDATE runs SET trigger_context = ?2 WHERE id = ?1", params![id, context]))?;
         Ok(())
     }
@@ -132,6 +135,9 @@ impl Store {
     pub fn set_attempt(&self, id: i64, attempt: u32) -> Result<(), StoreError> {
         let pid = std::process::id();
         let owner = self.owner_id();
+        if let Some(pg) = self.postgres() {
+            return pg.set_attempt(id, attempt, owner);
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET attempt = ?2, pid = ?3, owner = ?4 WHERE id = ?1",
@@ -144,11 +150,17 @@ impl Store {
     /// Records the rendered prompt of a run; what it writes is redacted.
     pub fn set_prompt(&self, id: i64, prompt: &str) -> Result<(), StoreError> {
         let prompt = self.clean(prompt);
+        if let Some(pg) = self.postgres() {
+            return pg.set_run_text(id, "prompt", prompt.into_owned());
+        }
         self.with_conn(|c| c.execute("UPDATE runs SET prompt = ?2 WHERE id = ?1", params![id, prompt]))?;
         Ok(())
     }
 
     pub fn run_detail(&self, id: i64) -> Result<Option<RunDetail>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_detail(id);
+        }
         self.with_conn(|c| {
             c.query_row(
                 "SELECT prompt, trigger_context, attempt, pid, owner, earlier_attempts FROM runs WHERE id = ?1",
@@ -174,6 +186,9 @@ impl Store {
     /// Runs newest first.
     pub fn list_runs(&self, filter: &RunFilter<'_>) -> Result<Vec<RunRow>, StoreError> {
         let limit = i64::try_from(filter.limit.max(1)).unwrap_or(i64::MAX);
+        if let Some(pg) = self.postgres() {
+            return pg.list_runs(filter.routine.map(str::to_string), filter.status, limit);
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare(&format!(
                 "SELECT {RUN_COLUMNS} FROM runs
@@ -188,14 +203,17 @@ impl Store {
 
     /// Runs of `routine` still queued or running (in any process), oldest first.
     pub fn active_runs(&self, routine: &str) -> Result<Vec<(i64, RunStatus)>, StoreError> {
-        let rows: Vec<(i64, String)> = self.with_conn(|c| {
-            let mut stmt = c.prepare(
-                "SELECT id, status FROM runs WHERE routine = ?1 AND status IN ('queued', 'running') AND kind != 'chat'
-                 ORDER BY id",
-            )?;
-            let rows = stmt.query_map([routine], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect()
-        })?;
+        let rows: Vec<(i64, String)> = match self.postgres() {
+            Some(pg) => pg.active_runs(routine)?,
+            None => self.with_conn(|c| {
+                let mut stmt = c.prepare(
+                    "SELECT id, status FROM runs WHERE routine = ?1 AND status IN ('queued', 'running')
+                     AND kind != 'chat' ORDER BY id",
+                )?;
+                let rows = stmt.query_map([routine], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                rows.collect()
+            })?,
+        };
         Ok(rows.into_iter().filter_map(|(id, s)| s.parse::<RunStatus>().ok().map(|s| (id, s))).collect())
     }
 
@@ -209,18 +227,24 @@ impl Store {
     /// left queued: they wait in the durable queue for the next daemon.
     /// Returns their ids. An owner is alive while it holds its lock (see `store/orphans.rs`).
     pub fn interrupt_orphans(&self) -> Result<Vec<i64>, StoreError> {
-        let candidates: Vec<(i64, Option<u32>, Option<i64>)> = self.with_conn(|c| {
-            let mut stmt = c.prepare(
-                "SELECT id, pid, owner FROM runs WHERE kind != 'chat'
-                 AND (status = 'running' OR (status = 'queued' AND trigger = 'manual'))",
-            )?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-            rows.collect()
-        })?;
+        let candidates: Vec<(i64, Option<u32>, Option<i64>)> = match self.postgres() {
+            Some(pg) => pg.orphan_candidates()?,
+            None => self.with_conn(|c| {
+                let mut stmt = c.prepare(
+                    "SELECT id, pid, owner FROM runs WHERE kind != 'chat'
+                     AND (status = 'running' OR (status = 'queued' AND trigger = 'manual'))",
+                )?;
+                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                rows.collect()
+            })?,
+        };
         let mut interrupted = Vec::new();
         for (id, pid, owner) in candidates {
             let dead = (owner.is_some() || pid.is_some()) && !self.owner_alive(owner, pid);
-            if dead {
+            if dead && let Some(pg) = self.postgres() {
+                pg.interrupt_orphan(id)?;
+                interrupted.push(id);
+            } else if dead {
                 self.with_conn(|c| {
                     c.execute(
                         "UPDATE runs SET status = 'interrupted', finished_at = ?2, reason = 'crash',
@@ -238,6 +262,10 @@ impl Store {
     pub fn add_delivery(&self, d: &NewDelivery<'_>) -> Result<i64, StoreError> {
         let now = to_db_time(Utc::now());
         let (target, payload) = (self.clean(d.target), self.clean_json(d.payload));
+        if let Some(pg) = self.postgres() {
+            let (kind, target, payload) = (d.kind.to_string(), target.into_owned(), payload.into_owned());
+            return pg.add_delivery(d.run_id, d.seq, kind, target, d.on_failure, payload);
+        }
         self.with_conn(|c| {
             c.query_row(
                 "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at, updated_at)
@@ -263,6 +291,9 @@ impl Store {
         permanent: bool,
     ) -> Result<(), StoreError> {
         let error = self.clean_opt(error);
+        if let Some(pg) = self.postgres() {
+            return pg.finish_delivery(id, status, error.map(|e| e.into_owned()), permanent);
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE deliveries SET status = ?2, error = ?3, attempts = attempts + 1, updated_at = ?4, permanent = ?5
@@ -274,6 +305,9 @@ impl Store {
     }
 
     pub fn deliveries(&self, run_id: i64) -> Result<Vec<DeliveryRow>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.deliveries(run_id);
+        }
         self.with_conn(|c| {
             let mut stmt =
                 c.prepare(&format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE run_id = ?1 ORDER BY seq"))?;
@@ -284,6 +318,9 @@ impl Store {
 
     /// Marks a delivery's attempt as under way.
     pub fn set_delivery_sending(&self, id: i64) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.set_delivery_sending(id);
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE deliveries SET status = 'sending', updated_at = ?2 WHERE id = ?1",
@@ -295,6 +332,9 @@ impl Store {
 
     /// Deliveries waiting, failed, or cut off during an attempt, oldest first.
     pub fn undelivered(&self) -> Result<Vec<DeliveryRow>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.undelivered();
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare(&format!(
                 "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status IN ('pending', 'failed', 'sending') ORDER BY id"
@@ -306,6 +346,9 @@ impl Store {
 
     /// The saved history of a persistent routine session (JSON).
     pub fn session(&self, routine: &str) -> Result<Option<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.session(routine);
+        }
         self.with_conn(|c| {
             c.query_row("SELECT history FROM sessions WHERE routine = ?1", [routine], |r| r.get(0)).optional()
         })
@@ -313,6 +356,9 @@ impl Store {
 
     pub fn save_session(&self, routine: &str, history_json: &str) -> Result<(), StoreError> {
         let history_json = self.clean_json(history_json);
+        if let Some(pg) = self.postgres() {
+            return pg.save_session(routine, history_json.into_owned());
+        }
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO sessions (routine, history, updated_at) VALUES (?1, ?2, ?3)

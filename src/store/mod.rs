@@ -1,6 +1,12 @@
-//! The engine's single SQLite database: runs, run events and long-term memory.
+//! The engine's state: runs, run events, deliveries, schedule state and long-term memory,
+//! in one SQLite file (the default) or in PostgreSQL ([`Location`]).
 //!
-//! [`Store`] owns one connection behind a mutex; clones share it. Opening a
+//! [`Store`] is one type with two backends. Each public method does its checks and
+//! redaction once, then runs the SQLite statements written beside it in this folder, or the
+//! PostgreSQL ones of [`postgres`] (a backend is a folder; the statements differ in spelling
+//! only, and one conformance suite runs against both).
+//!
+//! On SQLite the store owns one connection behind a mutex; clones share it. Opening a
 //! store sets the pragmas (WAL journal, `busy_timeout` 5 s, foreign keys on,
 //! `synchronous = NORMAL`) and applies pending migrations from
 //! [`migrations::MIGRATIONS`], each in its own transaction. Applied versions
@@ -12,13 +18,18 @@
 mod claim;
 mod greetings;
 mod history;
+mod location;
 pub mod migrations;
 mod orphans;
 mod pause;
+pub mod postgres;
 mod runs;
 mod schedule;
 mod scrub;
 mod status;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+pub(crate) mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -31,6 +42,7 @@ use rusqlite::types::Type;
 pub use claim::Claim;
 pub use greetings::GreetingRun;
 pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
+pub use location::{DatabaseUrl, Location};
 pub use orphans::process_alive;
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{FireClaim, NewFire, QueuedRun, SkipCounts, reason};
@@ -80,6 +92,30 @@ pub enum StoreError {
     Poisoned,
     #[error("database operation failed: {0}{note}", note = full_disk_note(.0))]
     Sqlite(#[from] rusqlite::Error),
+    #[error("database operation failed: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error(
+        "${var} holds {url}, which is not a PostgreSQL URL; set it to postgres://USER:PASSWORD@HOST/DATABASE, \
+         or unset it to keep the state in SQLite in data_dir"
+    )]
+    BadUrl { var: String, url: String },
+    #[error("the PostgreSQL URL {url} cannot be used: {why}; check its host, port, user and options")]
+    BadPostgresUrl { url: String, why: String },
+    #[error(
+        "cannot reach the PostgreSQL database {url}: {why}; check that the server runs and accepts \
+         connections from this machine, and the user, password and database in the URL"
+    )]
+    PostgresUnavailable { url: String, why: String },
+    #[error(
+        "PostgreSQL migration to schema version {version} failed: {cause}; the database was left at the \
+         previous version; check that the user may create tables, or report this as a bug"
+    )]
+    PostgresMigration { version: i64, cause: tokio_postgres::Error },
+    #[error("a value in the database is unreadable: {0}; it was written by another program or edited by hand")]
+    Unreadable(String),
+    /// A caller asked for the SQLite connection of a PostgreSQL store.
+    #[error("internal error: SQLite access asked of a PostgreSQL store (a bug in routines; please report it)")]
+    NotSqlite,
     /// A write done for several callers at once failed; each gets this.
     #[error("{0}")]
     Batch(String),
@@ -104,7 +140,8 @@ impl StoreError {
             StoreError::Sqlite(rusqlite::Error::SqliteFailure(f, _)) => {
                 matches!(f.code, C::DiskFull | C::DatabaseBusy | C::DatabaseLocked | C::SystemIoFailure)
             }
-            StoreError::Batch(_) => true,
+            StoreError::Postgres(e) => postgres::is_transient(e),
+            StoreError::Batch(_) | StoreError::PostgresUnavailable { .. } => true,
             _ => false,
         }
     }
@@ -115,18 +152,30 @@ impl StoreError {
     }
 }
 
-/// Handle to the database. Cheap to clone; clones share one connection.
+/// Handle to the database. Cheap to clone; clones share one connection (SQLite) or one
+/// pool (PostgreSQL).
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    backend: Backend,
+    /// The SQLite file (`:memory:` for an in-memory store), or, for PostgreSQL, the local data
+    /// folder's `routines.db` path, beside which this machine's owner locks live.
     path: PathBuf,
     /// What written text passes through ([`Store::with_scrub`]).
     scrub: Option<Arc<dyn Scrub>>,
 }
 
+#[derive(Clone)]
+enum Backend {
+    Sqlite(Arc<Mutex<Connection>>),
+    Postgres(postgres::Pg),
+}
+
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        match &self.backend {
+            Backend::Sqlite(_) => f.debug_struct("Store").field("path", &self.path).finish(),
+            Backend::Postgres(pg) => f.debug_struct("Store").field("url", pg.url()).finish(),
+        }
     }
 }
 
@@ -146,7 +195,35 @@ impl Store {
         configure(&conn, true).map_err(open_err)?;
         let version = migrations::migrate(&mut conn)?;
         tracing::debug!(path = %path.display(), version, "opened database");
-        Ok(Store { conn: Arc::new(Mutex::new(conn)), path: path.to_path_buf(), scrub: None })
+        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path: path.to_path_buf(), scrub: None })
+    }
+
+    /// Opens the store at `location`: [`Store::open`] for SQLite, [`Store::open_postgres`]
+    /// for PostgreSQL.
+    pub fn open_at(location: &Location) -> Result<Store, StoreError> {
+        match location {
+            Location::Sqlite(path) => Store::open(path),
+            Location::Postgres { url, data_dir } => Store::open_postgres(url, Some(data_dir)),
+        }
+    }
+
+    /// Connects to the PostgreSQL database at `url` and applies pending migrations. With a
+    /// `data_dir`, this machine's processes own their runs through locks in it (see
+    /// `store/orphans.rs`); without one, through their pids.
+    pub fn open_postgres(url: &DatabaseUrl, data_dir: Option<&Path>) -> Result<Store, StoreError> {
+        let pg = postgres::Pg::connect(url)?;
+        let version = postgres::migrations::migrate(&pg)?;
+        tracing::debug!(url = %url, version, "opened database");
+        let path = data_dir.map_or_else(|| PathBuf::from(":memory:"), |d| d.join("routines.db"));
+        Ok(Store { backend: Backend::Postgres(pg), path, scrub: None })
+    }
+
+    /// The PostgreSQL backend, when this store uses it.
+    pub fn postgres(&self) -> Option<&postgres::Pg> {
+        match &self.backend {
+            Backend::Postgres(pg) => Some(pg),
+            Backend::Sqlite(_) => None,
+        }
     }
 
     /// A private in-memory database with all migrations applied (for tests).
@@ -156,24 +233,29 @@ impl Store {
         let mut conn = Connection::open_in_memory().map_err(open_err)?;
         configure(&conn, false).map_err(open_err)?;
         migrations::migrate(&mut conn)?;
-        Ok(Store { conn: Arc::new(Mutex::new(conn)), path, scrub: None })
+        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path, scrub: None })
     }
 
-    /// The database file's path (`:memory:` for an in-memory store).
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The SQLite database file's path (`:memory:` for an in-memory store); `None` for
+    /// PostgreSQL.
+    pub fn path(&self) -> Option<&Path> {
+        matches!(self.backend, Backend::Sqlite(_)).then_some(self.path.as_path())
     }
 
     /// Highest migration version applied to this database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
-        self.with_conn(migrations::current_version)
+        match &self.backend {
+            Backend::Postgres(pg) => postgres::migrations::current_version(pg),
+            Backend::Sqlite(_) => self.with_conn(migrations::current_version),
+        }
     }
 
-    /// Runs `f` with exclusive use of the connection. For multi-statement
+    /// Runs `f` with exclusive use of the SQLite connection. For multi-statement
     /// atomic work, open a transaction inside `f` with
-    /// `conn.unchecked_transaction()`.
+    /// `conn.unchecked_transaction()`. A PostgreSQL store answers [`StoreError::NotSqlite`].
     pub fn with_conn<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
-        let guard = self.conn.lock().map_err(|_| StoreError::Poisoned)?;
+        let Backend::Sqlite(conn) = &self.backend else { return Err(StoreError::NotSqlite) };
+        let guard = conn.lock().map_err(|_| StoreError::Poisoned)?;
         Ok(f(&guard)?)
     }
 }
@@ -251,7 +333,7 @@ mod tests {
         let path = dir.path().join("nested/deeper/routines.db");
         let store = Store::open(&path).unwrap();
         assert!(path.exists());
-        assert_eq!(store.path(), path.as_path());
+        assert_eq!(store.path(), Some(path.as_path()));
         assert_eq!(store.schema_version().unwrap(), migrations::latest_version());
         assert_eq!(
             table_names(&store),

@@ -12,6 +12,10 @@ impl Store {
     /// Returns when it was paused.
     pub fn pause(&self, routine: &str, at: DateTime<Utc>) -> Result<DateTime<Utc>, StoreError> {
         let now = to_db_time(at);
+        if let Some(pg) = self.postgres() {
+            pg.pause(routine, now)?;
+            return Ok(self.paused_at(routine)?.unwrap_or(at));
+        }
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO routine_state (routine, paused_at, updated_at) VALUES (?1, ?2, ?2)
@@ -25,6 +29,10 @@ impl Store {
     /// Resumes `routine`; returns when it had been paused (`None`: it was not).
     pub fn resume(&self, routine: &str, at: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, StoreError> {
         let since = self.paused_at(routine)?;
+        if let Some(pg) = self.postgres() {
+            pg.resume(routine, to_db_time(at))?;
+            return Ok(since);
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE routine_state SET paused_at = NULL, updated_at = ?2 WHERE routine = ?1",
@@ -36,6 +44,9 @@ impl Store {
 
     /// When `routine` was paused, or `None` while it is active.
     pub fn paused_at(&self, routine: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.paused_at(routine);
+        }
         self.with_conn(|c| {
             c.query_row("SELECT paused_at FROM routine_state WHERE routine = ?1", [routine], |r| opt_time_column(r, 0))
                 .optional()
@@ -46,6 +57,9 @@ impl Store {
     /// The scheduled instants of `routine` recorded skipped because it was paused, from
     /// `since` on, oldest first.
     pub fn skipped_while_paused(&self, routine: &str, since: DateTime<Utc>) -> Result<Vec<DateTime<Utc>>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.skipped_while_paused(routine, to_db_time(since));
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT scheduled_for FROM runs
@@ -65,23 +79,22 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
+    use crate::store::testing::{each_backend, reopen};
 
     #[test]
     fn a_pause_survives_reopening_and_a_second_pause_keeps_the_first_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let t1 = Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap();
-        let t2 = Utc.with_ymd_and_hms(2026, 11, 2, 8, 0, 0).unwrap();
-        {
-            let store = Store::open(&path).unwrap();
-            assert_eq!(store.pause("a", t1).unwrap(), t1);
-            assert_eq!(store.pause("a", t2).unwrap(), t1);
-        }
-        let store = Store::open(&path).unwrap();
-        assert_eq!(store.paused_at("a").unwrap(), Some(t1));
-        assert!(store.paused_routines().unwrap().contains("a"));
-        assert_eq!(store.resume("a", t2).unwrap(), Some(t1));
-        assert_eq!(store.paused_at("a").unwrap(), None);
-        assert_eq!(store.resume("b", t2).unwrap(), None);
+        each_backend(|_kind, dir, first| {
+            let t1 = Utc.with_ymd_and_hms(2026, 11, 1, 8, 0, 0).unwrap();
+            let t2 = Utc.with_ymd_and_hms(2026, 11, 2, 8, 0, 0).unwrap();
+            assert_eq!(first.pause("a", t1).unwrap(), t1);
+            assert_eq!(first.pause("a", t2).unwrap(), t1);
+            let store = reopen(&first, dir);
+            drop(first);
+            assert_eq!(store.paused_at("a").unwrap(), Some(t1));
+            assert!(store.paused_routines().unwrap().contains("a"));
+            assert_eq!(store.resume("a", t2).unwrap(), Some(t1));
+            assert_eq!(store.paused_at("a").unwrap(), None);
+            assert_eq!(store.resume("b", t2).unwrap(), None);
+        });
     }
 }

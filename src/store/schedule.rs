@@ -84,6 +84,9 @@ pub struct SkipCounts {
 impl Store {
     /// The newest instant of `routine` that was fired or recorded as missed.
     pub fn last_scheduled(&self, routine: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.last_scheduled(routine);
+        }
         self.with_conn(|c| {
             c.query_row("SELECT last_scheduled FROM schedule_state WHERE routine = ?1", [routine], |r| {
                 time_column(r, 0)
@@ -116,6 +119,21 @@ impl Store {
         let pid = std::process::id();
         let owner = self.owner_id();
         let contexts: Vec<_> = fires.iter().map(|f| self.clean_json(f.context)).collect();
+        if let Some(pg) = self.postgres() {
+            let fires = fires
+                .iter()
+                .zip(contexts)
+                .map(|(f, context)| super::postgres::OwnedFire {
+                    routine: f.routine.to_string(),
+                    trigger: f.trigger.to_string(),
+                    scheduled_for: f.scheduled_for.map(to_db_time),
+                    context: context.into_owned(),
+                    not_before: f.not_before.map(to_db_time),
+                    skip_if_active: f.skip_if_active.map(str::to_string),
+                })
+                .collect();
+            return pg.claim_fires(fires, owner);
+        }
         self.with_conn(|c| {
             let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
             let mut ids = Vec::with_capacity(fires.len());
@@ -175,6 +193,10 @@ impl Store {
     /// Persists the newest handled instant of several routines in one
     /// transaction; never moves one backwards.
     pub fn set_last_scheduled_many(&self, handled: &[(&str, DateTime<Utc>)]) -> Result<(), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg
+                .set_last_scheduled_many(handled.iter().map(|(r, at)| (r.to_string(), to_db_time(*at))).collect());
+        }
         let now = to_db_time(Utc::now());
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
@@ -207,6 +229,10 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let now = to_db_time(Utc::now());
         let message = self.clean(message);
+        if let Some(pg) = self.postgres() {
+            let instants = instants.iter().map(|at| to_db_time(*at)).collect();
+            return pg.record_skipped(routine.into(), trigger.into(), instants, reason.into(), message.into_owned());
+        }
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
             let mut added = 0;
@@ -238,6 +264,9 @@ impl Store {
     /// than the daemon records one by one).
     pub fn add_unrecorded_missed(&self, routine: &str, count: u64, newest: DateTime<Utc>) -> Result<(), StoreError> {
         let count = i64::try_from(count).unwrap_or(i64::MAX);
+        if let Some(pg) = self.postgres() {
+            return pg.add_unrecorded_missed(routine, count, to_db_time(newest));
+        }
         self.with_conn(|c| {
             c.execute(
                 "INSERT INTO schedule_state (routine, last_scheduled, missed_unrecorded, updated_at)
@@ -252,6 +281,23 @@ impl Store {
 
     /// Skipped (overlap, replaced) and missed instants per routine.
     pub fn skip_counts(&self) -> Result<HashMap<String, SkipCounts>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            let (skipped, unrecorded) = pg.skip_counts()?;
+            let mut counts: HashMap<String, SkipCounts> = HashMap::new();
+            for (routine, why, n) in skipped {
+                let n = u64::try_from(n).unwrap_or(0);
+                let entry = counts.entry(routine).or_default();
+                if why.as_deref() == Some(reason::MISSED) {
+                    entry.missed += n;
+                } else {
+                    entry.skipped += n;
+                }
+            }
+            for (routine, n) in unrecorded {
+                counts.entry(routine).or_default().missed += u64::try_from(n).unwrap_or(0);
+            }
+            return Ok(counts);
+        }
         self.with_conn(|c| {
             let mut counts: HashMap<String, SkipCounts> = HashMap::new();
             let mut stmt = c.prepare(
@@ -285,6 +331,9 @@ impl Store {
     /// they become this process's, oldest first. Used when the daemon
     /// starts; the lock on the data folder means no other daemon owns them.
     pub fn adopt_queued(&self) -> Result<Vec<QueuedRun>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.adopt_queued(self.owner_id());
+        }
         self.with_conn(|c| {
             let tx = c.unchecked_transaction()?;
             tx.execute(
@@ -306,6 +355,9 @@ impl Store {
 
     /// The queued run `id`, if it is still queued.
     pub fn queued_run(&self, id: i64) -> Result<Option<QueuedRun>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.queued_run(id);
+        }
         self.with_conn(|c| {
             c.query_row(
                 &format!(
@@ -324,6 +376,17 @@ impl Store {
     /// allowed is queued again as the next attempt of the same run (its
     /// instant stays claimed); returns their ids.
     pub fn requeue_interrupted(&self, attempts_left: &RetryDecision<'_>) -> Result<Vec<i64>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            let mut requeued = Vec::new();
+            for (id, routine, attempt, scheduled_for) in pg.interrupted_fires()? {
+                let again = attempts_left(&routine, attempt, scheduled_for);
+                pg.requeue(id, again, self.owner_id())?;
+                if again {
+                    requeued.push(id);
+                }
+            }
+            return Ok(requeued);
+        }
         let candidates: Vec<(i64, String, u32, Option<DateTime<Utc>>)> = self.with_conn(|c| {
             let mut stmt = c.prepare(
                 "SELECT id, routine, attempt, scheduled_for FROM runs
@@ -364,6 +427,9 @@ impl Store {
     /// ended yet.
     pub fn interrupt_run(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
         let error = self.clean(error);
+        if let Some(pg) = self.postgres() {
+            return pg.end_waiting(id, "interrupted", reason.into(), error.into_owned());
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = 'interrupted', reason = ?2, error = ?3, finished_at = ?4
@@ -377,6 +443,9 @@ impl Store {
     /// Marks a queued run `skipped` with `reason` and `error`.
     pub fn skip_queued(&self, id: i64, reason: &str, error: &str) -> Result<(), StoreError> {
         let error = self.clean(error);
+        if let Some(pg) = self.postgres() {
+            return pg.end_waiting(id, "skipped", reason.into(), error.into_owned());
+        }
         self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = 'skipped', reason = ?2, error = ?3, finished_at = ?4

@@ -50,7 +50,7 @@ pub struct RunMark {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-const BRIEF_COLUMNS: &str = "id, kind, routine, trigger, status, scheduled_for, started_at, finished_at, created_at, \
+pub(super) const BRIEF_COLUMNS: &str = "id, kind, routine, trigger, status, scheduled_for, started_at, finished_at, created_at, \
      substr(error, 1, 240), prompt_tokens, completion_tokens, reason";
 
 fn brief_from_row(row: &Row<'_>) -> rusqlite::Result<RunBrief> {
@@ -140,6 +140,9 @@ impl Store {
     /// The newest `limit` runs of `routine`, newest first.
     pub fn recent_runs_of(&self, routine: &str, limit: usize) -> Result<Vec<RunMark>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        if let Some(pg) = self.postgres() {
+            return pg.recent_runs_of(routine, limit);
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(sql::RECENT)?;
             let rows = stmt.query_map(params![routine, limit], |r| {
@@ -157,12 +160,18 @@ impl Store {
 
     /// Run `id` as lists show it.
     pub fn run_brief(&self, id: i64) -> Result<Option<RunBrief>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_brief(id);
+        }
         self.with_conn(|c| c.prepare_cached(&sql::brief())?.query_row([id], brief_from_row).optional())
     }
 
     /// One page of runs, filtered by routine and status, newest first;
     /// paged by id (keyset), so the thousandth page costs what the first does.
     pub fn run_page(&self, q: &RunPageQuery<'_>) -> Result<RunPage, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_page(q);
+        }
         let limit = q.limit.max(1);
         let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
         let (filter, values) = list_filter(q.routine, q.status);
@@ -210,6 +219,9 @@ impl Store {
     pub fn attention_runs(&self, since: DateTime<Utc>, limit: usize) -> Result<Vec<RunBrief>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let statuses = ATTENTION_STATUSES.map(RunStatus::as_str);
+        if let Some(pg) = self.postgres() {
+            return pg.attention_runs(to_db_time(since), statuses, limit);
+        }
         self.with_conn(|c| {
             // Ids grow with created_at, so the window starts at the first
             // id created in it; each status is then a short range of its index.
@@ -223,6 +235,9 @@ impl Store {
 
     /// The ids of the runs of `routine` just before and just after `id`.
     pub fn run_neighbours(&self, routine: &str, id: i64) -> Result<(Option<i64>, Option<i64>), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_neighbours(routine, id);
+        }
         self.with_conn(|c| {
             let before = c.prepare_cached(sql::BEFORE)?.query_row(params![routine, id], |r| r.get(0)).optional()?;
             let after = c.prepare_cached(sql::AFTER)?.query_row(params![routine, id], |r| r.get(0)).optional()?;
@@ -232,6 +247,9 @@ impl Store {
 
     /// The reason and earliest start of run `id`.
     pub fn run_extra(&self, id: i64) -> Result<Option<RunExtra>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_extra(id);
+        }
         self.with_conn(|c| {
             c.query_row("SELECT reason, not_before FROM runs WHERE id = ?1", [id], |r| {
                 Ok(RunExtra { reason: r.get(0)?, not_before: opt_time_column(r, 1)? })
@@ -251,19 +269,23 @@ impl Store {
         if bounds.len() < 2 {
             return Ok(Vec::new());
         }
-        let hours: Vec<(String, RunStatus, u64, u64, u64)> = self.with_conn(|c| {
-            let mut stmt = c.prepare_cached(sql::HOURS)?;
-            let rows = stmt.query_map(params![hour_key(*first), hour_key(*last)], |r| {
-                Ok((
-                    r.get(0)?,
-                    enum_column(r, 1)?,
-                    from_db_int(r.get(2)?),
-                    from_db_int(r.get(3)?),
-                    from_db_int(r.get(4)?),
-                ))
-            })?;
-            rows.collect()
-        })?;
+        let hours: Vec<(String, RunStatus, u64, u64, u64)> = if let Some(pg) = self.postgres() {
+            pg.hours(hour_key(*first), hour_key(*last))?
+        } else {
+            self.with_conn(|c| {
+                let mut stmt = c.prepare_cached(sql::HOURS)?;
+                let rows = stmt.query_map(params![hour_key(*first), hour_key(*last)], |r| {
+                    Ok((
+                        r.get(0)?,
+                        enum_column(r, 1)?,
+                        from_db_int(r.get(2)?),
+                        from_db_int(r.get(3)?),
+                        from_db_int(r.get(4)?),
+                    ))
+                })?;
+                rows.collect()
+            })?
+        };
         let mut days: BTreeMap<(usize, &'static str), DayStatusCount> = BTreeMap::new();
         for (hour, status, runs, prompt_tokens, completion_tokens) in hours {
             let Some(start) = hour_start(&hour) else { continue };
@@ -290,6 +312,9 @@ impl Store {
     /// (succeeded, silent, failed, timed out).
     pub fn run_durations(&self, routine: &str, since: DateTime<Utc>, limit: usize) -> Result<Vec<u64>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        if let Some(pg) = self.postgres() {
+            return pg.run_durations(routine, to_db_time(since), limit);
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(sql::DURATIONS)?;
             let rows = stmt.query_map(params![routine, to_db_time(since), limit], |r| r.get::<_, i64>(0))?;
@@ -300,9 +325,34 @@ impl Store {
     /// Routines paused with `routines pause` (a routine without a row in
     /// `routine_state` is active).
     pub fn paused_routines(&self) -> Result<HashSet<String>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.paused_routines();
+        }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached("SELECT routine FROM routine_state WHERE paused_at IS NOT NULL")?;
             stmt.query_map([], |r| r.get(0))?.collect()
+        })
+    }
+}
+
+impl Store {
+    /// Runs recorded per status (chat runs left out), and the prompt and completion tokens of
+    /// every run: what `/metrics` reports.
+    #[allow(clippy::type_complexity)]
+    pub fn totals(&self) -> Result<(Vec<(String, i64)>, (i64, i64)), StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.totals();
+        }
+        self.with_conn(|c| {
+            let mut stmt = c.prepare("SELECT status, COUNT(*) FROM runs WHERE kind != 'chat' GROUP BY status")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            let by_status = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+            let tokens = c.query_row(
+                "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0) FROM runs",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+            )?;
+            Ok((by_status, tokens))
         })
     }
 }

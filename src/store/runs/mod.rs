@@ -190,7 +190,7 @@ pub struct EventRow {
 pub(super) const RUN_COLUMNS: &str = "id, kind, routine, trigger, scheduled_for, status, started_at, \
      finished_at, output, error, prompt_tokens, completion_tokens, iterations, created_at";
 
-const EVENT_COLUMNS: &str = "id, run_id, seq, at, kind, tool, status, arguments, detail, \
+pub(super) const EVENT_COLUMNS: &str = "id, run_id, seq, at, kind, tool, status, arguments, detail, \
      prompt_tokens, completion_tokens, duration_ms";
 
 pub(super) fn enum_column<T: FromStr<Err = UnknownVariant>>(row: &Row<'_>, idx: usize) -> rusqlite::Result<T> {
@@ -254,6 +254,9 @@ impl Store {
     /// scheduled_for)` fails with [`StoreError::DuplicateFire`]; runs without
     /// a routine or a scheduled time never collide.
     pub fn create_run(&self, new: &NewRun) -> Result<i64, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.create_run(new);
+        }
         let now = to_db_time(Utc::now());
         let started_at = (new.status == RunStatus::Running).then_some(now.as_str());
         let result = self.with_conn(|c| {
@@ -284,13 +287,18 @@ impl Store {
 
     /// Marks a run `running` and stamps `started_at` with now.
     pub fn start_run(&self, id: i64) -> Result<(), StoreError> {
-        let changed = self.with_conn(|c| {
-            c.execute(
-                "UPDATE runs SET status = ?2, started_at = ?3 WHERE id = ?1",
-                params![id, RunStatus::Running.as_str(), to_db_time(Utc::now())],
-            )
-        })?;
-        if changed == 0 {
+        let changed = match self.postgres() {
+            Some(pg) => pg.start_run(id)? > 0,
+            None => {
+                self.with_conn(|c| {
+                    c.execute(
+                        "UPDATE runs SET status = ?2, started_at = ?3 WHERE id = ?1",
+                        params![id, RunStatus::Running.as_str(), to_db_time(Utc::now())],
+                    )
+                })? > 0
+            }
+        };
+        if !changed {
             return Err(StoreError::RunNotFound(id));
         }
         Ok(())
@@ -300,6 +308,13 @@ impl Store {
     pub fn finish_run(&self, id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
         let output = self.clean_opt(outcome.output.as_deref());
         let error = self.clean_opt(outcome.error.as_deref());
+        if let Some(pg) = self.postgres() {
+            let owned = |t: Option<std::borrow::Cow<'_, str>>| t.map(|t| t.into_owned());
+            if pg.finish_run(id, outcome, owned(output), owned(error))? == 0 {
+                return Err(StoreError::RunNotFound(id));
+            }
+            return Ok(());
+        }
         let changed = self.with_conn(|c| {
             c.execute(
                 "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
@@ -326,6 +341,9 @@ impl Store {
 
     /// The run with this id, if any.
     pub fn get_run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.get_run(id);
+        }
         self.with_conn(|c| {
             c.query_row(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"), [id], run_from_row).optional()
         })
@@ -337,6 +355,19 @@ impl Store {
     pub fn record_event(&self, run_id: i64, event: &NewEvent<'_>) -> Result<i64, StoreError> {
         let arguments = event.arguments.map(|a| self.clean_json(a));
         let detail = self.clean_opt(event.detail);
+        if let Some(pg) = self.postgres() {
+            let event = crate::store::postgres::OwnedEvent {
+                kind: event.kind.as_str(),
+                tool: event.tool.map(str::to_string),
+                status: event.status.to_string(),
+                arguments: arguments.map(|a| a.into_owned()),
+                detail: detail.map(|d| d.into_owned()),
+                prompt_tokens: event.prompt_tokens.map(to_db_int),
+                completion_tokens: event.completion_tokens.map(to_db_int),
+                duration_ms: to_db_int(event.duration_ms),
+            };
+            return pg.record_event(run_id, event);
+        }
         let result = self.with_conn(|c| {
             c.query_row(
                 "INSERT INTO run_events (run_id, seq, at, kind, tool, status, arguments, detail,
@@ -369,6 +400,9 @@ impl Store {
 
     /// All events of a run, in `seq` order.
     pub fn run_events(&self, run_id: i64) -> Result<Vec<EventRow>, StoreError> {
+        if let Some(pg) = self.postgres() {
+            return pg.run_events(run_id);
+        }
         self.with_conn(|c| {
             let mut stmt =
                 c.prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM run_events WHERE run_id = ?1 ORDER BY seq"))?;
