@@ -62,6 +62,7 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::store::testing::{each_backend, text_rows};
     use crate::store::{EventKind, NewDelivery, NewEvent, NewRun, RunKind, RunOutcome, RunStatus};
 
     /// Replaces one word, as the policy's redactor replaces secrets (also
@@ -89,69 +90,68 @@ mod tests {
     fn every_text_a_run_writes_is_scrubbed_and_json_stays_json() {
         // A secret with a backslash: cleaned as raw text, its JSON escape would break.
         let secret = r"s3cr\et";
-        let store = Store::open_in_memory().unwrap().with_scrub(Arc::new(Word(secret)));
-        let id = store
-            .create_run(&NewRun {
-                kind: RunKind::Routine,
-                routine: Some("r".into()),
-                trigger: "webhook".into(),
-                scheduled_for: None,
-                status: RunStatus::Running,
-            })
-            .unwrap();
-        let context = serde_json::json!({ "body": format!("key {secret}") }).to_string();
-        store.set_trigger_context(id, &context).unwrap();
-        store.set_prompt(id, &format!("p {secret}")).unwrap();
-        let event = NewEvent {
-            kind: EventKind::ToolCall,
-            tool: Some("shell"),
-            status: "success",
-            arguments: Some(&serde_json::json!({ "command": format!("echo {secret}") }).to_string()),
-            detail: Some(&format!("out {secret}")),
-            prompt_tokens: None,
-            completion_tokens: None,
-            duration_ms: 1,
-        };
-        store.record_event(id, &event).unwrap();
-        let payload = serde_json::json!({ "kind": "file", "content": secret }).to_string();
-        let delivery =
-            NewDelivery { run_id: id, seq: 0, kind: "file", target: "out.md", on_failure: false, payload: &payload };
-        let d = store.add_delivery(&delivery).unwrap();
-        store.set_delivery(d, crate::store::DeliveryStatus::Failed, Some(&format!("e {secret}"))).unwrap();
-        store.save_session("r", &serde_json::json!([{ "content": secret }]).to_string()).unwrap();
-        let outcome = RunOutcome {
-            output: Some(format!("o {secret}")),
-            ..RunOutcome::new(RunStatus::Failed, Some(format!("x {secret}")))
-        };
-        store.finish_run(id, &outcome).unwrap();
+        each_backend(|_kind, _dir, store| {
+            let store = store.with_scrub(Arc::new(Word(secret)));
+            let id = store
+                .create_run(&NewRun {
+                    kind: RunKind::Routine,
+                    routine: Some("r".into()),
+                    trigger: "webhook".into(),
+                    scheduled_for: None,
+                    status: RunStatus::Running,
+                })
+                .unwrap();
+            let context = serde_json::json!({ "body": format!("key {secret}") }).to_string();
+            store.set_trigger_context(id, &context).unwrap();
+            store.set_prompt(id, &format!("p {secret}")).unwrap();
+            let event = NewEvent {
+                kind: EventKind::ToolCall,
+                tool: Some("shell"),
+                status: "success",
+                arguments: Some(&serde_json::json!({ "command": format!("echo {secret}") }).to_string()),
+                detail: Some(&format!("out {secret}")),
+                prompt_tokens: None,
+                completion_tokens: None,
+                duration_ms: 1,
+            };
+            store.record_event(id, &event).unwrap();
+            let payload = serde_json::json!({ "kind": "file", "content": secret }).to_string();
+            let delivery = NewDelivery {
+                run_id: id,
+                seq: 0,
+                kind: "file",
+                target: "out.md",
+                on_failure: false,
+                payload: &payload,
+            };
+            let d = store.add_delivery(&delivery).unwrap();
+            store.set_delivery(d, crate::store::DeliveryStatus::Failed, Some(&format!("e {secret}"))).unwrap();
+            store.save_session("r", &serde_json::json!([{ "content": secret }]).to_string()).unwrap();
+            let outcome = RunOutcome {
+                output: Some(format!("o {secret}")),
+                ..RunOutcome::new(RunStatus::Failed, Some(format!("x {secret}")))
+            };
+            store.finish_run(id, &outcome).unwrap();
 
-        let dump: Vec<String> = store
-            .with_conn(|c| {
-                let mut all = Vec::new();
-                for (table, cols) in [
-                    ("runs", "prompt, trigger_context, output, error"),
-                    ("run_events", "arguments, detail, '', ''"),
-                    ("deliveries", "payload, error, target, ''"),
-                    ("sessions", "history, '', '', ''"),
-                ] {
-                    let mut stmt = c.prepare(&format!("SELECT {cols} FROM {table}"))?;
-                    let rows = stmt.query_map([], |r| {
-                        (0..4).map(|i| r.get::<_, Option<String>>(i)).collect::<Result<Vec<_>, _>>()
-                    })?;
-                    for row in rows {
-                        all.extend(row?.into_iter().flatten());
-                    }
+            let mut dump: Vec<String> = Vec::new();
+            for (table, cols) in [
+                ("runs", "prompt, trigger_context, output, error"),
+                ("run_events", "arguments, detail, '', ''"),
+                ("deliveries", "payload, error, target, ''"),
+                ("sessions", "history, '', '', ''"),
+            ] {
+                for row in text_rows(&store, &format!("SELECT {cols} FROM {table}")) {
+                    dump.extend(row.into_iter().flatten().filter(|t| !t.is_empty()));
                 }
-                Ok(all)
-            })
-            .unwrap();
-        assert!(dump.len() >= 10, "{dump:?}");
-        for text in &dump {
-            assert!(!text.contains("s3cr"), "a secret reached the database: {text}");
-            if text.starts_with(['{', '[']) {
-                serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(|e| panic!("{text}: {e}"));
             }
-        }
-        assert!(dump.iter().any(|t| t == "o [redacted]"), "{dump:?}");
+            assert!(dump.len() >= 10, "{dump:?}");
+            for text in &dump {
+                assert!(!text.contains("s3cr"), "a secret reached the database: {text}");
+                if text.starts_with(['{', '[']) {
+                    serde_json::from_str::<serde_json::Value>(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+                }
+            }
+            assert!(dump.iter().any(|t| t == "o [redacted]"), "{dump:?}");
+        });
     }
 }

@@ -1,6 +1,7 @@
 use chrono::{Duration, TimeZone};
 
 use super::*;
+use crate::store::testing::{each_backend, execute, text_rows};
 use crate::store::{NewRun, RunOutcome};
 
 fn t(h: i64) -> DateTime<Utc> {
@@ -29,14 +30,12 @@ fn run(store: &Store, routine: &str, status: RunStatus, h: i64, secs: i64, token
         reason: None,
     };
     store.finish_run(id, &outcome).unwrap();
-    store
-        .with_conn(|c| {
-            c.execute(
-                "UPDATE runs SET created_at = ?2, started_at = ?2, finished_at = ?3 WHERE id = ?1",
-                params![id, to_db_time(t(h)), to_db_time(t(h) + Duration::seconds(secs))],
-            )
-        })
-        .unwrap();
+    let (from, to) = (to_db_time(t(h)), to_db_time(t(h) + Duration::seconds(secs)));
+    execute(
+        store,
+        &format!("UPDATE runs SET created_at = '{from}', started_at = '{from}', finished_at = '{to}' WHERE id = {id}"),
+    )
+    .unwrap();
     id
 }
 
@@ -46,108 +45,105 @@ fn ids(runs: &[RunBrief]) -> Vec<i64> {
 
 #[test]
 fn pages_walk_the_filtered_runs_by_id_both_ways() {
-    let store = Store::open_in_memory().unwrap();
-    let mut failed_a = Vec::new();
-    for i in 0..10 {
-        let status = if i % 2 == 0 { RunStatus::Failed } else { RunStatus::Succeeded };
-        let id = run(&store, if i < 7 { "a" } else { "b" }, status, i, 5, 10);
-        if i < 7 && status == RunStatus::Failed {
-            failed_a.push(id);
+    each_backend(|_kind, _dir, store| {
+        let mut failed_a = Vec::new();
+        for i in 0..10 {
+            let status = if i % 2 == 0 { RunStatus::Failed } else { RunStatus::Succeeded };
+            let id = run(&store, if i < 7 { "a" } else { "b" }, status, i, 5, 10);
+            if i < 7 && status == RunStatus::Failed {
+                failed_a.push(id);
+            }
         }
-    }
-    failed_a.reverse();
-    let q = RunPageQuery { routine: Some("a"), status: Some(RunStatus::Failed), limit: 2, ..RunPageQuery::default() };
-    let first = store.run_page(&q).unwrap();
-    assert_eq!((ids(&first.runs), first.newer, first.older), (failed_a[..2].to_vec(), false, true));
-    let second = store.run_page(&RunPageQuery { before: Some(failed_a[1]), ..q.clone() }).unwrap();
-    assert_eq!((ids(&second.runs), second.newer, second.older), (failed_a[2..].to_vec(), true, false));
-    let back = store.run_page(&RunPageQuery { after: Some(failed_a[2]), ..q.clone() }).unwrap();
-    assert_eq!((ids(&back.runs), back.newer, back.older), (failed_a[..2].to_vec(), false, true));
+        failed_a.reverse();
+        let q =
+            RunPageQuery { routine: Some("a"), status: Some(RunStatus::Failed), limit: 2, ..RunPageQuery::default() };
+        let first = store.run_page(&q).unwrap();
+        assert_eq!((ids(&first.runs), first.newer, first.older), (failed_a[..2].to_vec(), false, true));
+        let second = store.run_page(&RunPageQuery { before: Some(failed_a[1]), ..q.clone() }).unwrap();
+        assert_eq!((ids(&second.runs), second.newer, second.older), (failed_a[2..].to_vec(), true, false));
+        let back = store.run_page(&RunPageQuery { after: Some(failed_a[2]), ..q.clone() }).unwrap();
+        assert_eq!((ids(&back.runs), back.newer, back.older), (failed_a[..2].to_vec(), false, true));
 
-    let all = store.run_page(&RunPageQuery { limit: 50, ..RunPageQuery::default() }).unwrap();
-    assert_eq!(all.runs.len(), 10);
-    assert!(all.runs.windows(2).all(|w| w[0].id > w[1].id), "newest first");
-    assert_eq!(all.runs.iter().find(|r| r.status == RunStatus::Failed).unwrap().error.as_ref().unwrap().len(), 240);
-    let b = store.run_page(&RunPageQuery { routine: Some("b"), limit: 50, ..RunPageQuery::default() }).unwrap();
-    assert_eq!(b.runs.len(), 3);
+        let all = store.run_page(&RunPageQuery { limit: 50, ..RunPageQuery::default() }).unwrap();
+        assert_eq!(all.runs.len(), 10);
+        assert!(all.runs.windows(2).all(|w| w[0].id > w[1].id), "newest first");
+        assert_eq!(all.runs.iter().find(|r| r.status == RunStatus::Failed).unwrap().error.as_ref().unwrap().len(), 240);
+        let b = store.run_page(&RunPageQuery { routine: Some("b"), limit: 50, ..RunPageQuery::default() }).unwrap();
+        assert_eq!(b.runs.len(), 3);
+    });
 }
 
 #[test]
 fn recent_runs_and_neighbours_are_per_routine() {
-    let store = Store::open_in_memory().unwrap();
-    let a1 = run(&store, "a", RunStatus::Succeeded, 1, 5, 0);
-    let _b = run(&store, "b", RunStatus::Succeeded, 2, 5, 0);
-    let a2 = run(&store, "a", RunStatus::Failed, 3, 5, 0);
-    let a3 = run(&store, "a", RunStatus::Succeeded, 4, 5, 0);
-    let recent = store.recent_runs_of("a", 2).unwrap();
-    assert_eq!(
-        recent.iter().map(|r| (r.id, r.status)).collect::<Vec<_>>(),
-        [(a3, RunStatus::Succeeded), (a2, RunStatus::Failed)]
-    );
-    assert_eq!(store.run_brief(a2).unwrap().unwrap().status, RunStatus::Failed);
-    assert_eq!(store.run_brief(a3 + 100).unwrap(), None);
-    assert_eq!(store.run_neighbours("a", a2).unwrap(), (Some(a1), Some(a3)));
-    assert_eq!(store.run_neighbours("a", a1).unwrap(), (None, Some(a2)));
+    each_backend(|_kind, _dir, store| {
+        let a1 = run(&store, "a", RunStatus::Succeeded, 1, 5, 0);
+        let _b = run(&store, "b", RunStatus::Succeeded, 2, 5, 0);
+        let a2 = run(&store, "a", RunStatus::Failed, 3, 5, 0);
+        let a3 = run(&store, "a", RunStatus::Succeeded, 4, 5, 0);
+        let recent = store.recent_runs_of("a", 2).unwrap();
+        assert_eq!(
+            recent.iter().map(|r| (r.id, r.status)).collect::<Vec<_>>(),
+            [(a3, RunStatus::Succeeded), (a2, RunStatus::Failed)]
+        );
+        assert_eq!(store.run_brief(a2).unwrap().unwrap().status, RunStatus::Failed);
+        assert_eq!(store.run_brief(a3 + 100).unwrap(), None);
+        assert_eq!(store.run_neighbours("a", a2).unwrap(), (Some(a1), Some(a3)));
+        assert_eq!(store.run_neighbours("a", a1).unwrap(), (None, Some(a2)));
+    });
 }
 
 #[test]
 fn attention_lists_recent_failures_only() {
-    let store = Store::open_in_memory().unwrap();
-    let _old = run(&store, "a", RunStatus::Failed, 1, 5, 0);
-    let _ok = run(&store, "a", RunStatus::Succeeded, 30, 5, 0);
-    let failed = run(&store, "b", RunStatus::Failed, 31, 5, 0);
-    let timed_out = run(&store, "a", RunStatus::TimedOut, 32, 5, 0);
-    assert_eq!(ids(&store.attention_runs(t(24), 10).unwrap()), [timed_out, failed]);
-    assert_eq!(ids(&store.attention_runs(t(24), 1).unwrap()), [timed_out]);
-    assert!(store.attention_runs(t(100), 10).unwrap().is_empty());
+    each_backend(|_kind, _dir, store| {
+        let _old = run(&store, "a", RunStatus::Failed, 1, 5, 0);
+        let _ok = run(&store, "a", RunStatus::Succeeded, 30, 5, 0);
+        let failed = run(&store, "b", RunStatus::Failed, 31, 5, 0);
+        let timed_out = run(&store, "a", RunStatus::TimedOut, 32, 5, 0);
+        assert_eq!(ids(&store.attention_runs(t(24), 10).unwrap()), [timed_out, failed]);
+        assert_eq!(ids(&store.attention_runs(t(24), 1).unwrap()), [timed_out]);
+        assert!(store.attention_runs(t(100), 10).unwrap().is_empty());
+    });
 }
 
 #[test]
 fn day_stats_count_runs_and_tokens_per_day_and_status() {
-    let store = Store::open_in_memory().unwrap();
-    run(&store, "a", RunStatus::Succeeded, 1, 5, 100);
-    run(&store, "a", RunStatus::Succeeded, 2, 5, 100);
-    run(&store, "a", RunStatus::Failed, 23, 5, 50);
-    run(&store, "a", RunStatus::Succeeded, 25, 5, 1000);
-    run(&store, "a", RunStatus::Succeeded, 80, 5, 1); // after the window
-    let chat = store
-        .create_run(&NewRun {
-            kind: RunKind::Chat,
-            routine: None,
-            trigger: "chat".into(),
-            scheduled_for: None,
-            status: RunStatus::Running,
-        })
-        .unwrap();
-    store
-        .with_conn(|c| c.execute("UPDATE runs SET created_at = ?2 WHERE id = ?1", params![chat, to_db_time(t(3))]))
-        .unwrap();
-    let bounds = [t(0), t(24), t(48)];
-    let mut stats = store.day_stats(&bounds).unwrap();
-    stats.sort_by_key(|s| (s.day, s.status.as_str()));
-    let got: Vec<(usize, &str, u64, u64, u64)> =
-        stats.iter().map(|s| (s.day, s.status.as_str(), s.runs, s.prompt_tokens, s.completion_tokens)).collect();
-    assert_eq!(got, [(0, "failed", 1, 50, 5), (0, "succeeded", 2, 200, 20), (1, "succeeded", 1, 1000, 100)]);
-    assert!(store.day_stats(&[t(0)]).unwrap().is_empty());
-    // Days need not be whole UTC days: a window from 02:00 leaves out the runs before.
-    let late = store.day_stats(&[t(2), t(26)]).unwrap();
-    let got: Vec<(&str, u64)> = late.iter().map(|s| (s.status.as_str(), s.runs)).collect();
-    assert_eq!(got, [("failed", 1), ("succeeded", 2)]);
+    each_backend(|_kind, _dir, store| {
+        run(&store, "a", RunStatus::Succeeded, 1, 5, 100);
+        run(&store, "a", RunStatus::Succeeded, 2, 5, 100);
+        run(&store, "a", RunStatus::Failed, 23, 5, 50);
+        run(&store, "a", RunStatus::Succeeded, 25, 5, 1000);
+        run(&store, "a", RunStatus::Succeeded, 80, 5, 1); // after the window
+        let chat = store
+            .create_run(&NewRun {
+                kind: RunKind::Chat,
+                routine: None,
+                trigger: "chat".into(),
+                scheduled_for: None,
+                status: RunStatus::Running,
+            })
+            .unwrap();
+        execute(&store, &format!("UPDATE runs SET created_at = '{}' WHERE id = {chat}", to_db_time(t(3)))).unwrap();
+        let bounds = [t(0), t(24), t(48)];
+        let mut stats = store.day_stats(&bounds).unwrap();
+        stats.sort_by_key(|s| (s.day, s.status.as_str()));
+        let got: Vec<(usize, &str, u64, u64, u64)> =
+            stats.iter().map(|s| (s.day, s.status.as_str(), s.runs, s.prompt_tokens, s.completion_tokens)).collect();
+        assert_eq!(got, [(0, "failed", 1, 50, 5), (0, "succeeded", 2, 200, 20), (1, "succeeded", 1, 1000, 100)]);
+        assert!(store.day_stats(&[t(0)]).unwrap().is_empty());
+        // Days need not be whole UTC days: a window from 02:00 leaves out the runs before.
+        let late = store.day_stats(&[t(2), t(26)]).unwrap();
+        let got: Vec<(&str, u64)> = late.iter().map(|s| (s.status.as_str(), s.runs)).collect();
+        assert_eq!(got, [("failed", 1), ("succeeded", 2)]);
+    });
 }
 
 /// What `run_hours` holds, against a count of the rows themselves.
 fn hours_match_rows(store: &Store) {
-    let counted = |sql: &str| -> Vec<(String, String, i64, i64)> {
-        store
-            .with_conn(|c| {
-                c.prepare(sql)?.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect()
-            })
-            .unwrap()
-    };
+    let counted = |sql: &str| text_rows(store, sql);
     assert_eq!(
         counted("SELECT hour, status, runs, prompt_tokens FROM run_hours WHERE runs > 0 ORDER BY 1, 2"),
         counted(
-            "SELECT substr(created_at, 1, 13), status, COUNT(*), SUM(prompt_tokens) FROM runs WHERE kind != 'chat'
+            "SELECT substr(created_at, 1, 13), status, COUNT(*), SUM(prompt_tokens) FROM runs WHERE kind <> 'chat'
              GROUP BY 1, 2 ORDER BY 1, 2"
         )
     );
@@ -155,48 +151,47 @@ fn hours_match_rows(store: &Store) {
 
 #[test]
 fn hourly_counts_follow_every_write() {
-    let store = Store::open_in_memory().unwrap();
-    let a = run(&store, "a", RunStatus::Succeeded, 1, 5, 100);
-    let b = run(&store, "a", RunStatus::Failed, 1, 5, 40);
-    run(&store, "b", RunStatus::Succeeded, 5, 5, 7);
-    hours_match_rows(&store);
-    // A status change, moved in time, a deletion by pruning, skipped instants.
-    store.with_conn(|c| c.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?1", [b])).unwrap();
-    store
-        .with_conn(|c| c.execute("UPDATE runs SET created_at = ?2 WHERE id = ?1", params![a, to_db_time(t(9))]))
-        .unwrap();
-    hours_match_rows(&store);
-    store.with_conn(|c| c.execute("DELETE FROM runs WHERE id = ?1", [a])).unwrap();
-    store.record_skipped("c", "cron", &[t(3), t(4)], "missed", "down").unwrap();
-    hours_match_rows(&store);
+    each_backend(|_kind, _dir, store| {
+        let a = run(&store, "a", RunStatus::Succeeded, 1, 5, 100);
+        let b = run(&store, "a", RunStatus::Failed, 1, 5, 40);
+        run(&store, "b", RunStatus::Succeeded, 5, 5, 7);
+        hours_match_rows(&store);
+        // A status change, moved in time, a deletion by pruning, skipped instants.
+        execute(&store, &format!("UPDATE runs SET status = 'interrupted' WHERE id = {b}")).unwrap();
+        execute(&store, &format!("UPDATE runs SET created_at = '{}' WHERE id = {a}", to_db_time(t(9)))).unwrap();
+        hours_match_rows(&store);
+        execute(&store, &format!("DELETE FROM runs WHERE id = {a}")).unwrap();
+        store.record_skipped("c", "cron", &[t(3), t(4)], "missed", "down").unwrap();
+        hours_match_rows(&store);
+    });
 }
 
 #[test]
 fn durations_are_of_runs_that_ran_to_an_end() {
-    let store = Store::open_in_memory().unwrap();
-    run(&store, "a", RunStatus::Succeeded, 1, 3, 0);
-    run(&store, "a", RunStatus::Failed, 2, 7, 0);
-    run(&store, "a", RunStatus::Interrupted, 3, 9, 0);
-    run(&store, "a", RunStatus::TimedOut, 4, 600, 0);
-    run(&store, "b", RunStatus::Succeeded, 5, 1, 0);
-    assert_eq!(store.run_durations("a", t(0), 10).unwrap(), [600_000, 7_000, 3_000]);
-    assert_eq!(store.run_durations("a", t(2), 10).unwrap(), [600_000, 7_000]);
-    assert_eq!(store.run_durations("a", t(0), 1).unwrap(), [600_000]);
+    each_backend(|_kind, _dir, store| {
+        run(&store, "a", RunStatus::Succeeded, 1, 3, 0);
+        run(&store, "a", RunStatus::Failed, 2, 7, 0);
+        run(&store, "a", RunStatus::Interrupted, 3, 9, 0);
+        run(&store, "a", RunStatus::TimedOut, 4, 600, 0);
+        run(&store, "b", RunStatus::Succeeded, 5, 1, 0);
+        assert_eq!(store.run_durations("a", t(0), 10).unwrap(), [600_000, 7_000, 3_000]);
+        assert_eq!(store.run_durations("a", t(2), 10).unwrap(), [600_000, 7_000]);
+        assert_eq!(store.run_durations("a", t(0), 1).unwrap(), [600_000]);
+    });
 }
 
 #[test]
 fn a_routine_without_state_is_active() {
-    let store = Store::open_in_memory().unwrap();
-    assert!(store.paused_routines().unwrap().is_empty());
-    store
-        .with_conn(|c| {
-            c.execute_batch(
-                "INSERT INTO routine_state (routine, paused_at, updated_at) VALUES ('a', '2025-01-01T00:00:00.000Z', 'x');
-                 INSERT INTO routine_state (routine, paused_at, updated_at) VALUES ('b', NULL, 'x');",
-            )
-        })
+    each_backend(|_kind, _dir, store| {
+        assert!(store.paused_routines().unwrap().is_empty());
+        execute(
+            &store,
+            "INSERT INTO routine_state (routine, paused_at, updated_at) VALUES ('a', '2025-01-01T00:00:00.000Z', 'x');
+             INSERT INTO routine_state (routine, paused_at, updated_at) VALUES ('b', NULL, 'x');",
+        )
         .unwrap();
-    assert_eq!(store.paused_routines().unwrap(), HashSet::from(["a".to_string()]));
+        assert_eq!(store.paused_routines().unwrap(), HashSet::from(["a".to_string()]));
+    });
 }
 
 /// How SQLite runs `sql`: the detail lines of EXPLAIN QUERY PLAN.
