@@ -17,7 +17,7 @@ use routines::memory::Memory;
 use routines::policy::Redactor;
 use routines::routine::template::Templates;
 use routines::routine::{LoadedRoutines, load_all};
-use routines::store::Store;
+use routines::store::{Location, Store};
 
 pub use error::{Error, KnownRoutines};
 
@@ -55,7 +55,8 @@ pub fn routines(config: &Config) -> LoadedRoutines {
 /// redacted.
 pub fn open_store(config: &Config) -> Result<Store, Error> {
     let redactor = Redactor::for_config(config, &ProcessEnv);
-    Ok(Store::open_recovering(&config.database_path())?.with_scrub(Arc::new(redactor)))
+    let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
+    Ok(Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor)))
 }
 
 /// The delivery stage alone, for attempting recorded deliveries again: no

@@ -109,6 +109,7 @@ pub struct Config {
     pub server: ServerSettings,
     pub limits: LimitSettings,
     pub history: super::HistorySettings,
+    pub store: super::StoreSettings,
     pub heartbeat: HeartbeatSettings,
     /// Names of every environment variable the config reads secrets from;
     /// their values are redacted wherever output is recorded.
@@ -150,6 +151,12 @@ impl Config {
     /// Path of the SQLite database.
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("routines.db")
+    }
+
+    /// The database URL in the variable `store.url_env` names, if it is set and not empty
+    /// (it holds a password: never log it).
+    pub fn store_url(&self, env: &dyn Env) -> Option<String> {
+        env.var(&self.store.url_env).filter(|u| !u.trim().is_empty())
     }
 
     /// Values of every secret the config names, for redaction.
@@ -396,7 +403,8 @@ fn resolve(
             }
         }
     }
-    let mut secret_vars = vec![p.api_key_env.clone()];
+    check_env_name(&raw.store.url_env, &mut |m, h| problem(&["store", "url_env"], m, h));
+    let mut secret_vars = vec![p.api_key_env.clone(), raw.store.url_env.clone()];
     secret_vars.extend(raw.server.token_env.iter().cloned());
     if let Some(smtp) = raw.mail.as_ref().and_then(|m| m.smtp.as_ref()) {
         for (field, var) in [("username_env", &smtp.username_env), ("password_env", &smtp.password_env)] {
@@ -447,6 +455,7 @@ fn resolve(
         server: raw.server,
         limits: raw.limits,
         history: raw.history,
+        store: raw.store,
         heartbeat: raw.heartbeat,
         secret_vars,
         inline_routines: raw.routines,

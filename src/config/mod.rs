@@ -95,6 +95,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub history: HistorySettings,
     #[serde(default)]
+    pub store: StoreSettings,
+    #[serde(default)]
     pub heartbeat: HeartbeatSettings,
     /// Routines written inline, besides the files in `routines_dir`.
     #[serde(default)]
@@ -328,6 +330,26 @@ fn default_rate_burst() -> u32 {
 
 fn default_listen() -> String {
     "127.0.0.1:8787".into()
+}
+
+/// Where the state lives (SPEC §3, §9).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSettings {
+    /// Name of the variable holding a `postgres://` URL of the database (never the URL: it
+    /// holds a password). Unset or empty: SQLite in `data_dir`.
+    #[serde(default = "default_url_env")]
+    pub url_env: String,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        StoreSettings { url_env: default_url_env() }
+    }
+}
+
+fn default_url_env() -> String {
+    "ROUTINES_DATABASE_URL".into()
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

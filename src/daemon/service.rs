@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::policy::Redactor;
 use crate::routine::{FileContext, LoadedRoutines, Routine, TriggerContext, WebhookAuth, WebhookRequest, load_all};
 use crate::status::{self, RoutineList, StatusState};
-use crate::store::{Store, StoreError};
+use crate::store::{Location, Store, StoreError};
 use crate::tools::tool_names;
 
 /// How long routine files must be quiet before they are reloaded.
@@ -84,7 +84,13 @@ pub async fn run(
     };
     let server_stop = CancellationToken::new();
     let db_gone = CancellationToken::new();
-    let db = super::db_watch::watch(&config.database_path(), db_gone.clone(), server_stop.clone());
+    let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
+    // Only a database file can disappear under the daemon; a PostgreSQL server reports its
+    // own failures as errors of each write.
+    let db = match &location {
+        Location::Sqlite(path) => super::db_watch::watch(path, db_gone.clone(), server_stop.clone()),
+        Location::Postgres { .. } => super::db_watch::DbGone::default(),
+    };
     let intake: Arc<dyn Intake> = Arc::new(DaemonIntake {
         dispatcher: dispatcher.clone(),
         writer: start_writer(dispatcher.clone()),
@@ -94,8 +100,7 @@ pub async fn run(
     // The status page, with a store connection of its own, beside the webhooks.
     let token = config.ui_token(&ProcessEnv)?;
     let page_routines = RoutineList::new(routines.iter().cloned());
-    let page_store =
-        Store::open(&config.database_path())?.with_scrub(Arc::new(Redactor::for_config(&config, &ProcessEnv)));
+    let page_store = Store::open_at(&location)?.with_scrub(Arc::new(Redactor::for_config(&config, &ProcessEnv)));
     let page = StatusState::new(page_store, page_routines.clone(), config.timezone, token.clone())?;
     let server = {
         let stop = server_stop.clone();

@@ -30,7 +30,7 @@ use crate::policy::Redactor;
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::template::Templates;
 use crate::routine::{Routine, Session, TriggerContext};
-use crate::store::{Claim, NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError};
+use crate::store::{Claim, Location, NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError};
 use crate::tools::ShellSettings;
 
 pub use crate::delivery::DeliveryReport;
@@ -97,7 +97,8 @@ impl Engine {
     /// routine names none.
     pub fn open(config: Config, provider: Arc<dyn Provider>, model: impl Into<String>) -> Result<Engine, EngineError> {
         let redactor = Redactor::for_config(&config, &ProcessEnv);
-        let store = Store::open_recovering(&config.database_path())?.with_scrub(Arc::new(redactor.clone()));
+        let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
+        let store = Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor.clone()));
         let memory = Memory::new(store.clone());
         let templates = Arc::new(Templates::new(&config.templates_dir));
         let shell = shell_settings(&config, &ProcessEnv);

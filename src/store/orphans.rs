@@ -22,7 +22,12 @@ impl Store {
     /// Opens the database at `path` (see [`Store::open`]) and marks runs
     /// whose owner is gone as `interrupted`.
     pub fn open_recovering(path: &Path) -> Result<Store, StoreError> {
-        let store = Store::open(path)?;
+        Store::open_recovering_at(&super::Location::Sqlite(path.to_path_buf()))
+    }
+
+    /// [`Store::open_at`], then marks runs whose owner is gone as `interrupted`.
+    pub fn open_recovering_at(location: &super::Location) -> Result<Store, StoreError> {
+        let store = Store::open_at(location)?;
         for id in store.interrupt_orphans()? {
             tracing::warn!(
                 run_id = id,

@@ -4,13 +4,15 @@
 //! - [`mock_llm`]: a scripted OpenAI-compatible model server; [`smtp`]: a real SMTP server;
 //! - [`wait`]: waiting on an event with a deadline; [`os`]: processes and ports;
 //! - [`browser`]: headless Chromium through chromedriver; [`status_site`]: the status page
-//!   serving two weeks of runs recorded by [`status_seed`].
+//!   serving two weeks of runs recorded by [`status_seed`];
+//! - [`postgres`]: a real PostgreSQL server with a fresh database per test.
 
 pub mod browser;
 pub mod cli;
 pub mod harness;
 pub mod mock_llm;
 pub mod os;
+pub mod postgres;
 pub mod smtp;
 pub mod status_seed;
 pub mod status_site;

@@ -4,6 +4,7 @@
 mod delivery;
 mod history;
 mod listing;
+mod postgres;
 mod run;
 
 use chrono::{DateTime, FixedOffset};
