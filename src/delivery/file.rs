@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::DeliveryError;
 use crate::config::FileMode;
-use crate::policy::paths::confine;
+use crate::policy::PathError;
+use crate::policy::paths::{confine, engine_write};
 use crate::tools::write_atomic;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,12 +40,24 @@ impl From<FileMode> for FileModeName {
 }
 
 /// Resolves a rendered path inside the workspace (absolute paths must lie
-/// inside it too); refuses forbidden paths.
-pub fn resolve(workspace: &Path, forbidden: &[PathBuf], rendered: &str) -> Result<PathBuf, DeliveryError> {
+/// inside it too); refuses forbidden paths and the engine's own files (`protected`, with
+/// canonical forms): a path rendered from a webhook body must not write a routine file, the
+/// config or a git hook.
+pub fn resolve(
+    workspace: &Path,
+    forbidden: &[PathBuf],
+    protected: &[PathBuf],
+    rendered: &str,
+) -> Result<PathBuf, DeliveryError> {
     if rendered.trim().is_empty() {
         return Err(DeliveryError::EmptyPath);
     }
-    Ok(confine(workspace, forbidden, rendered)?)
+    let path = confine(workspace, forbidden, rendered)?;
+    let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    if engine_write(&root, protected, &path) {
+        return Err(PathError::Protected { input: rendered.into() }.into());
+    }
+    Ok(path)
 }
 
 /// Writes the file; returns a description for the history.

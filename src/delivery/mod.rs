@@ -44,6 +44,9 @@ pub struct Deliverer {
     templates: Arc<Templates>,
     workspace: PathBuf,
     forbidden: Vec<PathBuf>,
+    /// The engine's own files ([`crate::config::Config::engine_files`]), with canonical forms:
+    /// file deliveries never write them.
+    protected: Vec<PathBuf>,
     /// `mail.from`, or `Routines <routines@localhost>`.
     from: String,
 }
