@@ -30,7 +30,7 @@ use rusqlite::Connection;
 use rusqlite::types::Type;
 
 pub use claim::Claim;
-pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery};
+pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery, Recorded};
 pub use greetings::GreetingRun;
 pub use history::{RunDetail, RunFilter};
 pub use orphans::process_alive;
