@@ -185,3 +185,31 @@ async fn a_run_attempted_again_does_not_repeat_a_delivery_recorded_delivered() {
     let rows = engine.store.deliveries(first.run_id).unwrap();
     assert_eq!(rows.iter().map(|d| (d.status, d.attempts)).collect::<Vec<_>>(), [(DeliveryStatus::Delivered, 1)]);
 }
+
+/// What a retry makes of each kind of file delivery whose attempt a dead process cut off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_off_file_is_written_again_only_where_that_cannot_write_it_twice() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/report.yaml",
+        "prompt: Report.\nagent: { tools: [] }\ndeliver:\n  - file: { path: out/over.md, mode: overwrite }\n  \
+         - file: { path: out/new.md, mode: create }\n  - file: { path: out/log.md, mode: append }\n",
+    );
+    mock.push(text("the report"));
+    p.run_async(["run", "report"]).await.success();
+    // What a process killed during the attempts leaves (its owner is gone): every delivery
+    // `sending`; the overwrite never reached the disk, the create and the append did.
+    let db = rusqlite::Connection::open(p.path().join(".routines/routines.db")).unwrap();
+    db.execute("UPDATE deliveries SET status = 'sending'", []).unwrap();
+    drop(db);
+    std::fs::remove_file(p.path().join("out/over.md")).unwrap();
+
+    let o = p.run_async(["deliver", "--retry"]).await;
+    o.code(1).stderr_has("delivered  run 1  file out/over.md").stderr_has("delivered  run 1  file out/new.md");
+    o.stderr_has("uncertain  run 1  file out/log.md");
+    assert_eq!(p.read("out/over.md"), "the report\n");
+    assert_eq!(p.read("out/new.md"), "the report\n");
+    assert_eq!(p.read("out/log.md"), "the report\n");
+    assert_eq!(deliveries(&p).await, pairs(&[("delivered", 2), ("delivered", 2), ("uncertain", 2)]));
+}
