@@ -80,6 +80,22 @@ pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
     Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
 }
 
+/// Whether it may be written again after an attempt that was cut off without ever being
+/// written twice: `overwrite` writes the same whole file again, and `create` finds its own
+/// complete file ([`deliver_again`]); `append` would add the content a second time.
+pub fn repeatable(p: &FilePayload) -> bool {
+    p.mode != FileModeName::Append
+}
+
+/// [`deliver`] after an attempt that was cut off. Writes are atomic, so a `create` target that
+/// holds exactly this content was written by that attempt: delivered, not "already exists".
+pub fn deliver_again(p: &FilePayload) -> Result<String, DeliveryError> {
+    if p.mode == FileModeName::Create && std::fs::read(&p.path).is_ok_and(|old| old == p.content.as_bytes()) {
+        return Ok(format!("{} was written by the attempt that was cut off", p.shown));
+    }
+    deliver(p)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +118,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
         deliver(&mk(FileModeName::Overwrite, "three")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+    }
+
+    #[test]
+    fn after_a_cut_off_attempt_only_append_is_not_repeated_and_create_finds_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.md");
+        let mk = |mode| FilePayload { path: path.clone(), shown: "r.md".into(), mode, content: "report\n".into() };
+        assert!(repeatable(&mk(FileModeName::Overwrite)));
+        assert!(repeatable(&mk(FileModeName::Create)));
+        assert!(!repeatable(&mk(FileModeName::Append)));
+        // The cut-off attempt never wrote it: written now.
+        deliver_again(&mk(FileModeName::Create)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
+        // It did: found, delivered, not written again.
+        deliver_again(&mk(FileModeName::Create)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
+        // Someone else's file stays refused.
+        std::fs::write(&path, "another\n").unwrap();
+        assert!(matches!(deliver_again(&mk(FileModeName::Create)), Err(DeliveryError::FileExists { .. })));
+        deliver_again(&mk(FileModeName::Overwrite)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
     }
 }

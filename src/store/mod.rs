@@ -10,6 +10,7 @@
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
 mod claim;
+mod deliveries;
 mod greetings;
 mod history;
 pub mod migrations;
@@ -29,8 +30,9 @@ use rusqlite::Connection;
 use rusqlite::types::Type;
 
 pub use claim::Claim;
+pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery, Recorded};
 pub use greetings::GreetingRun;
-pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
+pub use history::{RunDetail, RunFilter};
 pub use orphans::process_alive;
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
 pub use schedule::{FireClaim, NewFire, QueuedRun, SkipCounts, reason};

@@ -114,8 +114,15 @@ mod tests {
         };
         store.record_event(id, &event).unwrap();
         let payload = serde_json::json!({ "kind": "file", "content": secret }).to_string();
-        let delivery =
-            NewDelivery { run_id: id, seq: 0, kind: "file", target: "out.md", on_failure: false, payload: &payload };
+        let delivery = NewDelivery {
+            run_id: id,
+            seq: 0,
+            kind: "file",
+            target: "out.md",
+            on_failure: false,
+            payload: &payload,
+            failed: None,
+        };
         let d = store.add_delivery(&delivery).unwrap();
         store.set_delivery(d, crate::store::DeliveryStatus::Failed, Some(&format!("e {secret}"))).unwrap();
         store.save_session("r", &serde_json::json!([{ "content": secret }]).to_string()).unwrap();

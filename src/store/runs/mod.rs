@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use rusqlite::types::Type;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, from_db_int, opt_time_column, time_column, to_db_int, to_db_time};
@@ -298,30 +298,34 @@ impl Store {
 
     /// Records how a run ended and stamps `finished_at` with now.
     pub fn finish_run(&self, id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
-        let output = self.clean_opt(outcome.output.as_deref());
-        let error = self.clean_opt(outcome.error.as_deref());
-        let changed = self.with_conn(|c| {
-            c.execute(
-                "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
-                        completion_tokens = ?6, iterations = ?7, finished_at = ?8, reason = ?9
-                 WHERE id = ?1",
-                params![
-                    id,
-                    outcome.status.as_str(),
-                    output,
-                    error,
-                    to_db_int(outcome.prompt_tokens),
-                    to_db_int(outcome.completion_tokens),
-                    i64::from(outcome.iterations),
-                    to_db_time(Utc::now()),
-                    outcome.reason,
-                ],
-            )
-        })?;
+        let changed = self.with_conn(|c| self.write_end(c, id, outcome))?;
         if changed == 0 {
             return Err(StoreError::RunNotFound(id));
         }
         Ok(())
+    }
+
+    /// The statement of [`Store::finish_run`] on `c`, for a caller that writes more in the same
+    /// transaction; returns how many rows it changed (0: no such run).
+    pub(in crate::store) fn write_end(&self, c: &Connection, id: i64, outcome: &RunOutcome) -> rusqlite::Result<usize> {
+        let output = self.clean_opt(outcome.output.as_deref());
+        let error = self.clean_opt(outcome.error.as_deref());
+        c.execute(
+            "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
+                    completion_tokens = ?6, iterations = ?7, finished_at = ?8, reason = ?9
+             WHERE id = ?1",
+            params![
+                id,
+                outcome.status.as_str(),
+                output,
+                error,
+                to_db_int(outcome.prompt_tokens),
+                to_db_int(outcome.completion_tokens),
+                i64::from(outcome.iterations),
+                to_db_time(Utc::now()),
+                outcome.reason,
+            ],
+        )
     }
 
     /// The run with this id, if any.
