@@ -359,6 +359,9 @@ fn resolve(
     if raw.limits.max_queued == 0 {
         problem(&["limits", "max_queued"], "max_queued must be at least 1".into(), None);
     }
+    if raw.limits.queue_window == Some(0) {
+        problem(&["limits", "queue_window"], "queue_window must be at least 1".into(), None);
+    }
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
             if parse_time(value).is_none() {
