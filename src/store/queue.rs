@@ -40,24 +40,17 @@ pub struct StoredTrigger {
 }
 
 impl Store {
-    /// Queued fires whose process is gone or is this one become this process's. Used when
-    /// the daemon starts; returns how many wait per routine.
+    /// How many fires wait in the queue, per routine: what a starting daemon takes up. Their
+    /// rows are not rewritten (a long queue of large bodies would be written out again); a
+    /// run becomes this process's when it starts ([`Store::start_run`]), and nothing reads the
+    /// owner of a queued daemon fire (`interrupt_orphans` leaves them queued).
     pub fn adopt_queued(&self) -> Result<HashMap<String, usize>, StoreError> {
         self.with_conn(|c| {
-            let tx = c.unchecked_transaction()?;
-            tx.execute(
-                &format!("UPDATE runs SET pid = ?1, owner = ?2 WHERE {DAEMON_FIRE}"),
-                params![std::process::id(), self.owner_id()],
-            )?;
-            let counts = {
-                let mut stmt = tx.prepare(&format!(
-                    "SELECT routine, COUNT(*) FROM runs WHERE {DAEMON_FIRE} AND routine IS NOT NULL GROUP BY routine"
-                ))?;
-                let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, usize>(1)?)))?;
-                rows.collect::<rusqlite::Result<HashMap<_, _>>>()?
-            };
-            tx.commit()?;
-            Ok(counts)
+            let mut stmt = c.prepare(&format!(
+                "SELECT routine, COUNT(*) FROM runs WHERE {DAEMON_FIRE} AND routine IS NOT NULL GROUP BY routine"
+            ))?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, usize>(1)?)))?;
+            rows.collect::<rusqlite::Result<HashMap<_, _>>>()
         })
     }
 
