@@ -9,7 +9,9 @@ run; rate limit and `limits.max_queued` out of the way) are sent N requests
 over 32 keep-alive connections, spread over the 100 paths. Once every request
 is answered 202 and the database holds N queued runs, the daemon's VmRSS and
 VmHWM are read from /proc/PID/status (after 2 s of quiet, so freed memory
-settles).
+settles). Then the daemon stops and a second one starts on the same queue: the
+time until it is ready (adopting the queue is part of it) and its VmRSS once it
+has taken the queue up.
 
 Cases: 0, 10,000 and 100,000 queued fires with a small body (`{"n": I}`), and
 0 and 10,000 with a 64 KiB JSON body (`--big-cases 0,10000,100000` adds the
@@ -141,9 +143,21 @@ def measure(binary, model_port, n, body_size, conns, window):
             "wall_s": time.perf_counter() - t0,
         }
         dm.stop()
+        # A second daemon adopts the queue: time to ready (the adoption is part of it) and
+        # its memory once the queue is taken up.
+        dm = Daemon(binary, d)
+        dm.wait_ready(timeout=1800)
+        res["restart_s"] = dm.startup
+        time.sleep(2)
+        s = proc_status(dm.pid)
+        res["restart_rss_mb"] = kb(s, "VmRSS") / 1024
+        res["restart_hwm_mb"] = kb(s, "VmHWM") / 1024
+        dm.stop()
     print(f"  {n:>7} fires, body {body_size:>6} B: RSS {res['rss_mb']:6.1f} MB (anon {res['anon_mb']:6.1f}, "
           f"peak {res['hwm_mb']:6.1f}); {res['accepted']} accepted in {res['flood_s']:.1f} s, other {res['other']}; "
-          f"database: {res['queued']} queued + {res['running']} running, {res['db_mb']:.0f} MB", flush=True)
+          f"database: {res['queued']} queued + {res['running']} running, {res['db_mb']:.0f} MB; "
+          f"restarted in {res['restart_s']:.1f} s, RSS then {res['restart_rss_mb']:.1f} MB "
+          f"(peak {res['restart_hwm_mb']:.1f})", flush=True)
     return res
 
 
@@ -174,11 +188,13 @@ def main():
         results.append(measure(binary, model_port, n, 16, args.conns, args.window))
     for n in [int(x) for x in args.big_cases.split(",") if x]:
         results.append(measure(binary, model_port, n, 64 * 1024, args.conns, args.window))
-    print("\n| queued fires | body | VmRSS | peak (VmHWM) | verdict |\n|---|---|---|---|---|")
+    print("\n| queued fires | body | VmRSS | peak (VmHWM) | flood | restart: ready in, VmRSS | verdict |\n"
+          "|---|---|---|---|---|---|---|")
     for r in results:
         body = "64 KiB" if r["body"] > 1024 else "small"
-        verdict = "met" if r["rss_mb"] < TARGET_MB else "MISSED"
-        print(f"| {r['n']:,} | {body} | {r['rss_mb']:.1f} MB | {r['hwm_mb']:.1f} MB | {verdict} |")
+        verdict = "met" if max(r["rss_mb"], r["restart_rss_mb"]) < TARGET_MB else "MISSED"
+        print(f"| {r['n']:,} | {body} | {r['rss_mb']:.1f} MB | {r['hwm_mb']:.1f} MB | {r['flood_s']:.1f} s | "
+              f"{r['restart_s']:.1f} s, {r['restart_rss_mb']:.1f} MB | {verdict} |")
     lost = [r for r in results if r["accepted"] != r["n"] or r["queued"] + r["running"] < r["n"]]
     if lost:
         sys.exit(f"not every fire was accepted and queued: {lost}")
