@@ -634,6 +634,19 @@ mod tests {
     }
 
     #[test]
+    fn the_queue_window_is_at_least_one_and_grows_with_the_slots() {
+        assert_eq!(
+            errors("limits:\n  queue_window: 0\n"),
+            vec!["/cfg/routines.yaml:2:17: queue_window must be at least 1"]
+        );
+        let window =
+            |text: &str| from_str(Path::new("/cfg/routines.yaml"), text, &env(&[])).unwrap().limits.queue_window();
+        assert_eq!(window(""), 256);
+        assert_eq!(window("limits: { max_concurrent_runs: 100 }\n"), 400);
+        assert_eq!(window("limits: { max_concurrent_runs: 100, queue_window: 3 }\n"), 3);
+    }
+
+    #[test]
     fn refuses_a_key_where_a_variable_name_belongs() {
         let errs = errors("provider:\n  api_key_env: sk-abcdef\n");
         assert_eq!(errs.len(), 1);

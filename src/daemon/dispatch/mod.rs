@@ -249,6 +249,7 @@ impl Dispatcher {
         let claimed = match self.engine.store.claim_fires(&claims) {
             Ok(ids) => ids,
             Err(e) => {
+                state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
                 drop(state);
                 let message = e.to_string();
                 for (i, ..) in &planned {
@@ -299,6 +300,7 @@ impl Dispatcher {
                 rearm |= state.spill(&fire, now);
             }
         }
+        state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
         drop(state);
         for (fire, cancel) in start {
             self.spawn(fire, cancel);

@@ -131,6 +131,16 @@ impl State {
         self.next_due = None;
     }
 
+    /// Forgets the lanes of `routines` that hold nothing (made for a fire that was skipped or
+    /// already claimed), so [`Dispatcher::idle`] sees an empty dispatcher.
+    pub fn drop_empty_lanes<'a>(&mut self, routines: impl Iterator<Item = &'a str>) {
+        for name in routines {
+            if self.lanes.get(name).is_some_and(Lane::is_empty) {
+                self.lanes.remove(name);
+            }
+        }
+    }
+
     fn holds(&self, fire: &QueuedFire) -> bool {
         self.lanes
             .get(&fire.routine)
@@ -200,14 +210,15 @@ impl Dispatcher {
                 state.look_again();
             }
             let mut read_all = false;
+            let mut failed = false;
             while state.backlog && state.loaded < self.window {
                 let room = self.window - state.loaded;
                 let fires = match store.due_fires(state.cursor, now, room) {
                     Ok(fires) => fires,
                     Err(e) => {
                         tracing::error!(error = %e, "Could not read queued fires; trying again in a second.");
-                        state.next_due = Some(now + RETRY_AFTER_ERROR);
-                        return state.next_due;
+                        failed = true;
+                        break;
                     }
                 };
                 if fires.len() < room {
@@ -228,7 +239,9 @@ impl Dispatcher {
                     start.push((fire, cancel));
                 }
             }
-            if state.unloaded() == 0 {
+            if failed {
+                state.next_due = Some(now + RETRY_AFTER_ERROR);
+            } else if state.unloaded() == 0 {
                 state.next_due = None;
             } else if !state.backlog || read_all {
                 match store.next_not_before(now) {
