@@ -23,6 +23,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (7, V7_PERMANENT),
     (8, V8_EARLIER),
     (9, V9_DELIVERY_CLAIMS),
+    (10, V10_QUEUED),
 ];
 
 /// Highest schema version this binary understands.
@@ -64,6 +65,14 @@ FROM deliveries d LEFT JOIN runs r ON r.id = d.run_id;
 DROP TABLE deliveries;
 ALTER TABLE deliveries_v9 RENAME TO deliveries;
 CREATE INDEX deliveries_by_status ON deliveries (status);
+"#;
+
+/// The daemon keeps only a window of the durable queue in memory; the rest waits as `queued`
+/// rows. This index holds only those rows, by `not_before`, so the daemon finds when the
+/// next jittered fire among them becomes due without reading them all. It costs each claimed
+/// fire one index entry, removed when the run starts.
+const V10_QUEUED: &str = r#"
+CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
 "#;
 
 /// How each earlier attempt of a run ended (one line each, oldest first), so a run that

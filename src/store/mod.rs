@@ -16,6 +16,7 @@ mod history;
 pub mod migrations;
 mod orphans;
 mod pause;
+mod queue;
 mod runs;
 mod schedule;
 mod scrub;
@@ -34,8 +35,9 @@ pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery, Recorded};
 pub use greetings::GreetingRun;
 pub use history::{RunDetail, RunFilter};
 pub use orphans::process_alive;
+pub use queue::{QueuedFire, StoredTrigger};
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
-pub use schedule::{FireClaim, NewFire, QueuedRun, SkipCounts, reason};
+pub use schedule::{FireClaim, NewFire, SkipCounts, reason};
 pub use scrub::Scrub;
 pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 

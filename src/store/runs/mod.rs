@@ -282,12 +282,14 @@ impl Store {
         }
     }
 
-    /// Marks a run `running` and stamps `started_at` with now.
+    /// Marks a run `running`, owned by this process, and stamps `started_at` with now. (A
+    /// queued fire the daemon adopted still names the process that queued it until then.)
     pub fn start_run(&self, id: i64) -> Result<(), StoreError> {
+        let owner = self.owner_id();
         let changed = self.with_conn(|c| {
             c.execute(
-                "UPDATE runs SET status = ?2, started_at = ?3 WHERE id = ?1",
-                params![id, RunStatus::Running.as_str(), to_db_time(Utc::now())],
+                "UPDATE runs SET status = ?2, started_at = ?3, pid = ?4, owner = ?5 WHERE id = ?1",
+                params![id, RunStatus::Running.as_str(), to_db_time(Utc::now()), std::process::id(), owner],
             )
         })?;
         if changed == 0 {

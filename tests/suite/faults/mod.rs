@@ -7,5 +7,6 @@ mod deliveries;
 mod full_disk;
 mod overlap;
 mod pid_one;
+mod queue_window;
 mod reload;
 mod stopping;
