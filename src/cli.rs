@@ -116,6 +116,10 @@ pub enum Command {
         /// Retry failed and waiting deliveries (the only mode for now).
         #[arg(long, required = true)]
         retry: bool,
+        /// Also send again the deliveries marked uncertain: their attempt was cut off by a
+        /// process that died, and they may have arrived. Check first.
+        #[arg(long)]
+        uncertain: bool,
         #[arg(long)]
         json: bool,
     },

@@ -60,7 +60,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Run { name, vars, no_deliver, dry_run, json } => {
             commands::run::run(config()?, &name, vars, no_deliver, dry_run, json).await
         }
-        Command::Deliver { retry: _, json } => commands::deliver::retry(&config()?, json).await,
+        Command::Deliver { retry: _, uncertain, json } => commands::deliver::retry(&config()?, uncertain, json).await,
         Command::Chat => chat::run(config()?).await,
         Command::Skills { name, json } => commands::skills::run(&config()?, name.as_deref(), json),
         Command::Eval { suite, json } => commands::eval::run(config()?, &cwd, suite.as_deref(), json).await,

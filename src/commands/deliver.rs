@@ -1,5 +1,6 @@
 //! `routines deliver --retry`: deliveries that failed or never happened,
-//! attempted again from what was recorded, without running the agent.
+//! attempted again from what was recorded, without running the agent; with
+//! `--uncertain`, also those whose attempt was cut off and may have arrived.
 
 use routines::config::Config;
 use routines::store::DeliveryStatus;
@@ -8,8 +9,8 @@ use serde_json::json;
 use super::print_json;
 use crate::app::{Error, deliverer};
 
-pub async fn retry(config: &Config, json_out: bool) -> Result<(), Error> {
-    let retried = deliverer(config)?.retry(&|_| true).await?;
+pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(), Error> {
+    let retried = deliverer(config)?.retry(&|d| uncertain || d.status != DeliveryStatus::Uncertain).await?;
     let mut failed = 0;
     let mut results = Vec::new();
     for r in &retried {

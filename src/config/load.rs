@@ -366,6 +366,9 @@ fn resolve(
     if raw.limits.max_queued == 0 {
         problem(&["limits", "max_queued"], "max_queued must be at least 1".into(), None);
     }
+    if raw.limits.queue_window == Some(0) {
+        problem(&["limits", "queue_window"], "queue_window must be at least 1".into(), None);
+    }
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
             if parse_time(value).is_none() {
@@ -637,6 +640,19 @@ mod tests {
         assert!(valid(all_day));
         // Switched off, the numbers are not checked.
         assert!(valid("heartbeat:\n  greeting: { enabled: false, max_per_day: 0 }\n"));
+    }
+
+    #[test]
+    fn the_queue_window_is_at_least_one_and_grows_with_the_slots() {
+        assert_eq!(
+            errors("limits:\n  queue_window: 0\n"),
+            vec!["/cfg/routines.yaml:2:17: queue_window must be at least 1"]
+        );
+        let window =
+            |text: &str| from_str(Path::new("/cfg/routines.yaml"), text, &env(&[])).unwrap().limits.queue_window();
+        assert_eq!(window(""), 256);
+        assert_eq!(window("limits: { max_concurrent_runs: 100 }\n"), 400);
+        assert_eq!(window("limits: { max_concurrent_runs: 100, queue_window: 3 }\n"), 3);
     }
 
     #[test]

@@ -369,6 +369,24 @@ pub struct LimitSettings {
     /// recorded and caught up).
     #[serde(default = "default_max_queued")]
     pub max_queued: u32,
+    /// Queued fires the daemon holds in memory at most, waiting for their routine's turn or a
+    /// slot; the others wait only in the database and are read, oldest first, as places free
+    /// up. Default: [`DEFAULT_QUEUE_WINDOW`], or 4 × `max_concurrent_runs` when that is more.
+    #[serde(default)]
+    pub queue_window: Option<u32>,
+}
+
+/// The least number of queued fires the daemon holds in memory by default (see
+/// docs/ARCHITECTURE.md, "The queue in memory").
+pub const DEFAULT_QUEUE_WINDOW: u32 = 256;
+
+impl LimitSettings {
+    /// `queue_window`, or its default.
+    pub fn queue_window(&self) -> usize {
+        let window =
+            self.queue_window.unwrap_or_else(|| DEFAULT_QUEUE_WINDOW.max(self.max_concurrent_runs.saturating_mul(4)));
+        usize::try_from(window.max(1)).unwrap_or(usize::MAX)
+    }
 }
 
 fn default_max_queued() -> u32 {
@@ -381,6 +399,7 @@ impl Default for LimitSettings {
             max_concurrent_runs: default_max_concurrent_runs(),
             shutdown_grace: default_shutdown_grace(),
             max_queued: default_max_queued(),
+            queue_window: None,
         }
     }
 }

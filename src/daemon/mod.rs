@@ -94,8 +94,9 @@ impl Scheduler {
             tracing::warn!(run_id = id, "Run {id} was interrupted; it is queued again as its next attempt.");
         }
         let queued = store.adopt_queued()?;
-        if !queued.is_empty() {
-            tracing::info!(count = queued.len(), "Resuming fires that were queued before the daemon stopped.");
+        let count: usize = queued.values().sum();
+        if count > 0 {
+            tracing::info!(count, "Resuming fires that were queued before the daemon stopped.");
         }
         self.dispatcher.resume(queued);
         Ok(())

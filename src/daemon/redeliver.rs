@@ -1,7 +1,8 @@
 //! The daemon's delivery retries: deliveries that failed (or were left
 //! `pending` by a process that stopped) are attempted again with backoff,
-//! until they arrive or run out of attempts; `routines deliver --retry`
-//! attempts the rest by hand.
+//! until they arrive or run out of attempts; one whose attempt a stopped
+//! process cut off is judged at once (see `Deliverer::retry`); `routines
+//! deliver --retry` attempts the rest by hand.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,6 +101,8 @@ mod tests {
             error: None,
             updated_at: t(updated_at),
             permanent: false,
+            owner: None,
+            pid: None,
         }
     }
 

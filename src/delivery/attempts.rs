@@ -1,13 +1,14 @@
-//! Deliveries recorded and attempted: those of a finished run, and those attempted again later
-//! from their recorded payloads.
+//! Recorded deliveries attempted: those of a run that just ended, and those attempted again
+//! later from their recorded payloads, without the agent, deliveries whose attempt was cut off
+//! by a process that died among them.
+//!
+//! Every attempt is claimed in the database before it starts (`Store::claim_delivery`: the row
+//! becomes `sending`, owned by this process, only if nobody changed it since it was read) and
+//! finished after it (`delivered` or `failed`). So two processes never attempt one delivery,
+//! and a restart knows which attempt may have been under way when a process died.
 
-use serde_json::{Value, json};
-
-use super::render::kind_of;
 use super::{Deliverer, DeliveryError, Payload};
-use crate::config::DeliveryTarget;
-use crate::routine::Routine;
-use crate::store::{DeliveryRow, DeliveryStatus, NewDelivery, RunOutcome, RunStatus, StoreError};
+use crate::store::{DeliveryRow, DeliveryStatus, Recorded, StoreError};
 
 /// How one delivery of a run ended.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -25,153 +26,125 @@ pub struct Retried {
     pub error: Option<String>,
 }
 
+/// How one claimed attempt ended: the status recorded and the error, if any.
+type Ended = (DeliveryStatus, Option<String>);
+
+/// Why a delivery whose attempt was cut off is not attempted again.
+const CUT_OFF: &str = "its attempt was cut off by a stop of the process after it may have been delivered; \
+                       not attempted again, so it is never delivered twice";
+
 impl Deliverer {
-    /// The deliveries of run `run_id` of `routine`, which ended with `outcome`: `deliver` after
-    /// a success, `on_failure.deliver` after a failure or timeout, none otherwise. `ctx` is the
-    /// run's template context; `output`, `status` and `error` are added to it. Each delivery is
-    /// rendered, recorded and attempted, in order.
-    pub async fn deliver_outcome(
-        &self,
-        routine: &Routine,
-        run_id: i64,
-        outcome: &RunOutcome,
-        ctx: &Value,
-    ) -> Vec<DeliveryReport> {
-        let failed = matches!(outcome.status, RunStatus::Failed | RunStatus::TimedOut);
-        let targets: &[DeliveryTarget] = match outcome.status {
-            RunStatus::Succeeded => &routine.spec.deliver,
-            _ if failed => &routine.spec.on_failure.deliver,
-            _ => &[],
-        };
-        let mut ctx = ctx.clone();
-        ctx["output"] = json!(outcome.output.clone().or_else(|| outcome.error.clone()).unwrap_or_default());
-        ctx["status"] = json!(outcome.status.as_str());
-        ctx["error"] = json!(outcome.error.clone().unwrap_or_default());
-        let list = if failed { "on_failure.deliver" } else { "deliver" };
-        let mut reports = Vec::with_capacity(targets.len());
-        for (i, target) in targets.iter().enumerate() {
-            let label = format!("{list}[{i}]");
-            let seq = u32::try_from(i).unwrap_or(u32::MAX);
-            reports.push(self.deliver(run_id, seq, failed, &label, target, &ctx).await);
+    /// Attempts the deliveries of a run, recorded with its end (`Store::end_run`), in order:
+    /// each new one is claimed, attempted and finished. One that an earlier attempt of the run
+    /// had recorded already is not attempted here: a delivered one is never delivered again, and
+    /// any other is left to the retries (the daemon's, `routines deliver --retry`), which know
+    /// what to do with an attempt that was cut off.
+    pub async fn attempt_recorded(&self, recorded: Vec<Recorded>) -> Vec<DeliveryReport> {
+        let mut reports = Vec::with_capacity(recorded.len());
+        for Recorded { row, new } in recorded {
+            let (status, error) = if !new {
+                earlier(&row)
+            } else if row.status != DeliveryStatus::Pending {
+                // Recorded failed: its target did not render.
+                (row.status, row.error.clone())
+            } else {
+                match self.attempt(&row, false).await {
+                    Ok(Some(ended)) => ended,
+                    Ok(None) => (DeliveryStatus::Sending, Some("another process claimed its attempt".into())),
+                    Err(e) => {
+                        tracing::error!(run_id = row.run_id, target = %row.target, error = %e, "Could not record a delivery's attempt.");
+                        (row.status, Some(format!("its attempt could not be recorded: {e}")))
+                    }
+                }
+            };
+            reports.push(DeliveryReport { target: row.target, status, error });
         }
         reports
     }
 
-    /// Renders one delivery, records it with its payload, and attempts it.
-    async fn deliver(
-        &self,
-        run_id: i64,
-        seq: u32,
-        on_failure: bool,
-        label: &str,
-        target: &DeliveryTarget,
-        ctx: &Value,
-    ) -> DeliveryReport {
-        let payload = match self.render(label, target, ctx, run_id, seq) {
-            Ok(p) => p,
-            Err((shown, e)) => {
-                tracing::warn!(run_id, target = %shown, error = %e, "Delivery failed.");
-                let e = self.clean(e.to_string());
-                let _ = self
-                    .store
-                    .add_delivery(&NewDelivery {
-                        run_id,
-                        seq,
-                        kind: kind_of(target),
-                        target: &shown,
-                        on_failure,
-                        payload: "{}",
-                    })
-                    // A target that cannot be rendered will not render on a retry either.
-                    .and_then(|id| self.store.finish_delivery(id, DeliveryStatus::Failed, Some(&e), true));
-                return DeliveryReport { target: shown, status: DeliveryStatus::Failed, error: Some(e) };
-            }
-        };
-        let target_text = payload.target();
-        let json = serde_json::to_string(&payload).unwrap_or_else(|_| "{}".into());
-        let id = match self.store.add_delivery(&NewDelivery {
-            run_id,
-            seq,
-            kind: payload.kind(),
-            target: &target_text,
-            on_failure,
-            payload: &json,
-        }) {
-            Ok(id) => id,
-            Err(e) => {
-                return DeliveryReport {
-                    target: target_text,
-                    status: DeliveryStatus::Failed,
-                    error: Some(e.to_string()),
-                };
-            }
-        };
-        // Recorded before the attempt: a process that dies between sending
-        // and recording leaves `sending`, which is never sent again blindly.
-        let _ = self.store.set_delivery_sending(id);
-        let (status, error, permanent) = match payload.deliver(self).await {
-            Ok(_) => (DeliveryStatus::Delivered, None, false),
-            Err(e) => {
-                tracing::warn!(run_id, target = %target_text, error = %e, retryable = e.retryable(), "Delivery failed.");
-                (DeliveryStatus::Failed, Some(self.clean(e.to_string())), !e.retryable())
-            }
-        };
-        let _ = self.store.finish_delivery(id, status, error.as_deref(), permanent);
-        DeliveryReport { target: target_text, status, error }
-    }
-
-    /// Attempts deliveries again from their stored payloads, without the agent: those `pending`
-    /// or `failed` for which `due` says yes. A delivery whose run is still in progress (its
-    /// process still runs it) is left to that run. One left `sending` (the
-    /// process died during its attempt) may have arrived, so it is not attempted again: it
-    /// becomes `uncertain`, with a mail kept in the outbox for a person to check.
+    /// Attempts deliveries again from their stored payloads, without the agent: those `pending`,
+    /// `failed` or `uncertain` for which `due` says yes. One `pending` or `sending` whose process
+    /// still runs (this one included) is that process's to attempt. One left `sending` by a
+    /// process that is gone was cut off during its attempt: see [`Deliverer::cut_off`].
     pub async fn retry(&self, due: &(dyn Fn(&DeliveryRow) -> bool + Sync)) -> Result<Vec<Retried>, StoreError> {
         let mut done = Vec::new();
         for d in self.store.undelivered()? {
-            // A run still alive (in this or another process) owns its
-            // pending and in-flight deliveries.
-            let detail = self.store.run_detail(d.run_id)?;
-            let in_progress = detail
-                .is_some_and(|r| (r.owner.is_some() || r.pid.is_some()) && self.store.owner_alive(r.owner, r.pid))
-                && matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Sending)
-                && self
-                    .store
-                    .get_run(d.run_id)?
-                    .is_some_and(|r| matches!(r.status, RunStatus::Queued | RunStatus::Running));
-            if in_progress {
+            let claimed = matches!(d.status, DeliveryStatus::Pending | DeliveryStatus::Sending);
+            if claimed && self.store.owner_alive(d.owner, d.pid) {
                 continue;
             }
-            let payload = serde_json::from_str::<Payload>(&d.payload);
-            if d.status == DeliveryStatus::Sending {
-                let mut why = "its attempt was cut off by a stop of the process after it may have been delivered; \
-                               not attempted again, so it is never delivered twice"
-                    .to_string();
-                if let Ok(Payload::Mail(m)) = &payload {
-                    if let Ok(path) = super::mail::write_eml(&self.outbox, m) {
-                        why.push_str(&format!("; the message is kept in {}", path.display()));
-                    }
-                }
-                self.store.set_delivery(d.id, DeliveryStatus::Uncertain, Some(&why))?;
-                done.push(Retried { row: d, status: DeliveryStatus::Uncertain, error: Some(why) });
+            let ended = if d.status == DeliveryStatus::Sending {
+                self.cut_off(&d).await?
+            } else if due(&d) {
+                self.attempt(&d, false).await?
+            } else {
                 continue;
-            }
-            if !due(&d) {
-                continue;
-            }
-            let outcome = match payload {
-                Ok(payload) => {
-                    self.store.set_delivery_sending(d.id)?;
-                    payload.deliver(self).await
-                }
-                Err(_) => Err(DeliveryError::NotRendered { kind: d.kind.clone(), target: d.target.clone() }),
             };
-            let (status, error, permanent) = match outcome {
-                Ok(_) => (DeliveryStatus::Delivered, None, false),
-                Err(e) => (DeliveryStatus::Failed, Some(e.to_string()), !e.retryable()),
-            };
-            self.store.finish_delivery(d.id, status, error.as_deref(), permanent)?;
-            done.push(Retried { row: d, status, error });
+            if let Some((status, error)) = ended {
+                done.push(Retried { row: d, status, error });
+            }
         }
         Ok(done)
+    }
+
+    /// A delivery left `sending` by a process that is gone: its attempt was cut off, before or
+    /// after it arrived, and nothing can tell which. One that can be made again without ever
+    /// arriving twice ([`Payload::repeatable`]) is attempted again at once; any other becomes
+    /// `uncertain`, a mail kept in the outbox, for a person to check and send again with
+    /// `routines deliver --retry --uncertain`. `None` when another process settled it first.
+    async fn cut_off(&self, d: &DeliveryRow) -> Result<Option<Ended>, StoreError> {
+        let payload = serde_json::from_str::<Payload>(&d.payload);
+        if payload.as_ref().is_ok_and(|p| p.repeatable(self)) {
+            return self.attempt(d, true).await;
+        }
+        let mut why = CUT_OFF.to_string();
+        if let Ok(Payload::Mail(m)) = &payload {
+            if let Ok(path) = super::mail::write_eml(&self.outbox, m) {
+                why.push_str(&format!("; the message is kept in {}", path.display()));
+            }
+        }
+        why.push_str("; check whether it arrived, and to send it again run `routines deliver --retry --uncertain`");
+        Ok(self.store.mark_uncertain(d, &why)?.then_some((DeliveryStatus::Uncertain, Some(why))))
+    }
+
+    /// One attempt of the delivery `seen` (as it was read): claimed, attempted, finished.
+    /// `again` after a cut-off attempt (see [`Payload::deliver_again`]). `None` when another
+    /// process claimed it first: then it is not attempted here.
+    async fn attempt(&self, seen: &DeliveryRow, again: bool) -> Result<Option<Ended>, StoreError> {
+        if !self.store.claim_delivery(seen)? {
+            return Ok(None);
+        }
+        let outcome = match serde_json::from_str::<Payload>(&seen.payload) {
+            Ok(payload) if again => payload.deliver_again(self).await,
+            Ok(payload) => payload.deliver(self).await,
+            Err(_) => Err(DeliveryError::NotRendered { kind: seen.kind.clone(), target: seen.target.clone() }),
+        };
+        let (status, error, permanent) = match outcome {
+            Ok(_) => (DeliveryStatus::Delivered, None, false),
+            Err(e) => {
+                tracing::warn!(run_id = seen.run_id, target = %seen.target, error = %e, retryable = e.retryable(), "Delivery failed.");
+                (DeliveryStatus::Failed, Some(self.clean(e.to_string())), !e.retryable())
+            }
+        };
+        self.store.finish_delivery(seen.id, status, error.as_deref(), permanent)?;
+        Ok(Some((status, error)))
+    }
+}
+
+/// What a run reports of a delivery that an earlier attempt of it recorded.
+fn earlier(row: &DeliveryRow) -> Ended {
+    match row.status {
+        DeliveryStatus::Delivered => {
+            tracing::info!(run_id = row.run_id, target = %row.target, "Delivered by an earlier attempt of the run; not delivered again.");
+            (DeliveryStatus::Delivered, None)
+        }
+        status => {
+            let before = row.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
+            let why = format!(
+                "recorded {} by an earlier attempt of this run{before}; left to the delivery retries",
+                status.as_str()
+            );
+            (status, Some(why))
+        }
     }
 }

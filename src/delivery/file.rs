@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use super::DeliveryError;
 use crate::config::FileMode;
-use crate::policy::paths::confine;
+use crate::policy::PathError;
+use crate::policy::paths::{confine, engine_write};
 use crate::tools::write_atomic;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,12 +40,24 @@ impl From<FileMode> for FileModeName {
 }
 
 /// Resolves a rendered path inside the workspace (absolute paths must lie
-/// inside it too); refuses forbidden paths.
-pub fn resolve(workspace: &Path, forbidden: &[PathBuf], rendered: &str) -> Result<PathBuf, DeliveryError> {
+/// inside it too); refuses forbidden paths and the engine's own files (`protected`, with
+/// canonical forms): a path rendered from a webhook body must not write a routine file, the
+/// config or a git hook.
+pub fn resolve(
+    workspace: &Path,
+    forbidden: &[PathBuf],
+    protected: &[PathBuf],
+    rendered: &str,
+) -> Result<PathBuf, DeliveryError> {
     if rendered.trim().is_empty() {
         return Err(DeliveryError::EmptyPath);
     }
-    Ok(confine(workspace, forbidden, rendered)?)
+    let path = confine(workspace, forbidden, rendered)?;
+    let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
+    if engine_write(&root, protected, &path) {
+        return Err(PathError::Protected { input: rendered.into() }.into());
+    }
+    Ok(path)
 }
 
 /// Writes the file; returns a description for the history.
@@ -65,6 +78,22 @@ pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
     };
     write_atomic(&p.path, &data).map_err(|source| DeliveryError::Write { shown: p.shown.clone(), source })?;
     Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
+}
+
+/// Whether it may be written again after an attempt that was cut off without ever being
+/// written twice: `overwrite` writes the same whole file again, and `create` finds its own
+/// complete file ([`deliver_again`]); `append` would add the content a second time.
+pub fn repeatable(p: &FilePayload) -> bool {
+    p.mode != FileModeName::Append
+}
+
+/// [`deliver`] after an attempt that was cut off. Writes are atomic, so a `create` target that
+/// holds exactly this content was written by that attempt: delivered, not "already exists".
+pub fn deliver_again(p: &FilePayload) -> Result<String, DeliveryError> {
+    if p.mode == FileModeName::Create && std::fs::read(&p.path).is_ok_and(|old| old == p.content.as_bytes()) {
+        return Ok(format!("{} was written by the attempt that was cut off", p.shown));
+    }
+    deliver(p)
 }
 
 #[cfg(test)]
@@ -89,5 +118,26 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
         deliver(&mk(FileModeName::Overwrite, "three")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+    }
+
+    #[test]
+    fn after_a_cut_off_attempt_only_append_is_not_repeated_and_create_finds_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.md");
+        let mk = |mode| FilePayload { path: path.clone(), shown: "r.md".into(), mode, content: "report\n".into() };
+        assert!(repeatable(&mk(FileModeName::Overwrite)));
+        assert!(repeatable(&mk(FileModeName::Create)));
+        assert!(!repeatable(&mk(FileModeName::Append)));
+        // The cut-off attempt never wrote it: written now.
+        deliver_again(&mk(FileModeName::Create)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
+        // It did: found, delivered, not written again.
+        deliver_again(&mk(FileModeName::Create)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
+        // Someone else's file stays refused.
+        std::fs::write(&path, "another\n").unwrap();
+        assert!(matches!(deliver_again(&mk(FileModeName::Create)), Err(DeliveryError::FileExists { .. })));
+        deliver_again(&mk(FileModeName::Overwrite)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
     }
 }

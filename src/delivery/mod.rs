@@ -1,13 +1,15 @@
 //! The delivery stage: where results go. After a run, each target is rendered into a
-//! [`Payload`] (`render.rs`), recorded with its own status before it is attempted, and
-//! attempted; deliveries that failed are attempted again later from the recorded payload,
-//! without the agent (`attempts.rs`). The [`Deliverer`] holding it all is built from the config
+//! [`Payload`] (`render.rs`, `plan.rs`) and recorded with the run's end; each is then claimed,
+//! attempted and finished with its own status; deliveries that failed, or whose attempt a dying
+//! process cut off, are attempted again later from the recorded payload, without the agent
+//! (`attempts.rs`). The [`Deliverer`] holding it all is built from the config
 //! (`setup.rs`); failures are [`DeliveryError`]s that say whether trying again may help.
 
 mod attempts;
 mod error;
 pub mod file;
 pub mod mail;
+mod plan;
 mod render;
 mod setup;
 
@@ -22,6 +24,7 @@ use crate::store::Store;
 
 pub use attempts::{DeliveryReport, Retried};
 pub use error::{DeliveryError, Kept};
+pub use plan::Planned;
 
 /// A delivery rendered and ready to attempt (stored as the row's payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +47,9 @@ pub struct Deliverer {
     templates: Arc<Templates>,
     workspace: PathBuf,
     forbidden: Vec<PathBuf>,
+    /// The engine's own files ([`crate::config::Config::engine_files`]), with canonical forms:
+    /// file deliveries never write them.
+    protected: Vec<PathBuf>,
     /// `mail.from`, or `Routines <routines@localhost>`.
     from: String,
 }
@@ -61,6 +67,25 @@ impl Payload {
         match self {
             Payload::File(f) => f.shown.clone(),
             Payload::Mail(m) => m.to.iter().chain(&m.cc).chain(&m.bcc).cloned().collect::<Vec<_>>().join(", "),
+        }
+    }
+
+    /// Whether it may be attempted again after an attempt that was cut off (its process died
+    /// during it) without ever arriving twice: a file in `overwrite` or `create` mode
+    /// ([`file::repeatable`]), a mail written to the outbox folder (one file per Message-ID).
+    /// Not a file in `append` mode, and not a mail over SMTP, which the server may have taken.
+    pub fn repeatable(&self, d: &Deliverer) -> bool {
+        match self {
+            Payload::File(f) => file::repeatable(f),
+            Payload::Mail(_) => matches!(d.mailer.transport(), mail::Transport::Outbox(_)),
+        }
+    }
+
+    /// One attempt after an attempt that was cut off; only for a [`Payload::repeatable`] one.
+    pub async fn deliver_again(&self, d: &Deliverer) -> Result<String, DeliveryError> {
+        match self {
+            Payload::File(f) => file::deliver_again(f),
+            Payload::Mail(_) => self.deliver(d).await,
         }
     }
 

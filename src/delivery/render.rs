@@ -26,7 +26,8 @@ impl Deliverer {
                     .render_str(&format!("{label}.file.path"), &f.path, ctx)
                     .map_err(|e| (f.path.clone(), e.into()))?;
                 let shown = self.clean(shown.trim().to_string());
-                let path = file::resolve(&self.workspace, &self.forbidden, &shown).map_err(|e| (shown.clone(), e))?;
+                let path = file::resolve(&self.workspace, &self.forbidden, &self.protected, &shown)
+                    .map_err(|e| (shown.clone(), e))?;
                 let content = match &f.template {
                     Some(t) => self.templates.render_file(t, ctx).map_err(|e| (shown.clone(), e.into()))?,
                     None => {

@@ -60,6 +60,7 @@ impl Deliverer {
             templates,
             workspace: config.workspace.clone(),
             forbidden: config.forbidden_paths.clone(),
+            protected: crate::policy::paths::with_canonical_forms(&config.engine_files()),
             from: mail_from(config),
         })
     }

@@ -3,10 +3,10 @@
 //! queued → running → render the prompt → build the agent with the
 //! routine's overrides in routine mode → `process_message`, retried on
 //! provider failures and bounded as a whole by `timeout` → the reply check
-//! (the routine's silent token, or the caller's; `reply.rs`) → the delivery stage
-//! (`crate::delivery`), each delivery recorded with its own status, or
-//! on_failure deliveries → final status, output, tokens and iterations
-//! recorded. What a run does while another of its routine is active is
+//! (the routine's silent token, or the caller's; `reply.rs`) → final status,
+//! output, tokens and iterations recorded together with the deliveries owed
+//! (`deliver`, or `on_failure.deliver`), each with its own status → the
+//! delivery stage (`crate::delivery`) attempts them. What a run does while another of its routine is active is
 //! decided by [`crate::routine::overlap`].
 
 mod cancel;
@@ -30,7 +30,7 @@ use crate::policy::Redactor;
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::template::Templates;
 use crate::routine::{Routine, Session, TriggerContext};
-use crate::store::{Claim, Location, NewRun, RunKind, RunOutcome, RunStatus, Store, StoreError};
+use crate::store::{Claim, Location, NewDelivery, NewRun, Recorded, RunKind, RunOutcome, RunStatus, Store, StoreError};
 use crate::tools::ShellSettings;
 
 pub use crate::delivery::DeliveryReport;
@@ -387,17 +387,23 @@ impl Engine {
         }
     }
 
-    /// Delivers (or, on failure, runs on_failure deliveries) and records the outcome.
-    /// Writes a run's end. A write that fails for a reason that may pass (a full disk, a busy
-    /// database) is tried again with backoff for up to [`END_WRITE_PATIENCE`]: a run whose end
-    /// is not recorded stays `running` and would be taken for a crash and run (and delivered)
-    /// again.
-    async fn record_end(&self, run_id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
+    /// Writes a run's end together with its deliveries (`Store::end_run`: one transaction, so
+    /// either the run is recorded ended with every delivery it owes, or neither). A write that
+    /// fails for a reason that may pass (a full disk, a busy database) is tried again with
+    /// backoff for up to [`END_WRITE_PATIENCE`]: a run whose end is not recorded stays `running`
+    /// and would be taken for a crash and run again. Nothing has been delivered yet when this
+    /// fails, so that second run is the only one that delivers.
+    async fn record_end(
+        &self,
+        run_id: i64,
+        outcome: &RunOutcome,
+        deliveries: &[NewDelivery<'_>],
+    ) -> Result<Vec<Recorded>, StoreError> {
         let started = Instant::now();
         let mut wait = std::time::Duration::from_millis(250);
         loop {
-            match self.store.finish_run(run_id, outcome) {
-                Ok(()) => return Ok(()),
+            match self.store.end_run(run_id, outcome, deliveries) {
+                Ok(recorded) => return Ok(recorded),
                 Err(e) if e.is_transient() && started.elapsed() < END_WRITE_PATIENCE => {
                     tracing::error!(run_id, error = %e, "Cannot record the end of the run; trying again in {wait:?}.");
                     tokio::time::sleep(wait).await;
@@ -408,6 +414,10 @@ impl Engine {
         }
     }
 
+    /// Records the outcome with the deliveries it owes (`deliver`, or `on_failure.deliver` after
+    /// a failure), then attempts them. A process that dies after the end is recorded leaves a
+    /// finished run, never run again, whose deliveries the retries attempt or, when an attempt
+    /// was under way, judge (`delivery/attempts.rs`).
     async fn finish(
         &self,
         routine: &Routine,
@@ -422,12 +432,10 @@ impl Engine {
                 *text = clean;
             }
         }
-        let deliveries = if opts.no_deliver {
-            Vec::new()
-        } else {
-            self.deliverer.deliver_outcome(routine, run_id, &outcome, ctx).await
-        };
-        self.record_end(run_id, &outcome).await?;
+        let planned = if opts.no_deliver { Vec::new() } else { self.deliverer.plan(routine, run_id, &outcome, ctx) };
+        let rows: Vec<NewDelivery<'_>> = planned.iter().map(|p| p.row(run_id)).collect();
+        let recorded = self.record_end(run_id, &outcome, &rows).await?;
+        let deliveries = self.deliverer.attempt_recorded(recorded).await;
         Ok(RunReport {
             run_id,
             routine: routine.name.clone(),

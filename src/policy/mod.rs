@@ -60,9 +60,7 @@ pub struct Policy {
 
 /// Each path as written and, where it exists, its canonical form (a path that appears later
 /// is still matched as written).
-fn with_canonical_forms(paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths.iter().flat_map(|p| std::iter::once(p.clone()).chain(p.canonicalize().ok())).collect()
-}
+use paths::with_canonical_forms;
 
 impl Policy {
     /// `workspace` must exist; forbidden paths that do not exist are kept as
@@ -160,9 +158,7 @@ impl Policy {
     /// or an existing file with other hard links (writing it would change a file elsewhere).
     pub fn resolve_write_path(&self, input: &str) -> Result<PathBuf, PathError> {
         let path = self.resolve_path(input)?;
-        let in_git =
-            path.strip_prefix(&self.workspace).is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == ".git"));
-        if in_git || paths::under_any(&self.protected, &path) {
+        if paths::engine_write(&self.workspace, &self.protected, &path) {
             return Err(PathError::Protected { input: input.into() });
         }
         paths::refuse_hard_link(&path, input)?;

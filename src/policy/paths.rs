@@ -131,6 +131,20 @@ pub fn refuse_hard_link(path: &Path, input: &str) -> Result<(), PathError> {
     }
 }
 
+/// `paths` with the canonical form of each that exists beside it, for [`engine_write`].
+pub fn with_canonical_forms(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().flat_map(|p| std::iter::once(p.clone()).chain(p.canonicalize().ok())).collect()
+}
+
+/// Whether writing the resolved `path` would write the engine's own files: anything under a
+/// `.git` folder of the (canonical) `workspace`, or under one of `protected` (the engine's
+/// files and `security.protected_paths`, see [`with_canonical_forms`]). Tools and file
+/// deliveries alike refuse these.
+pub fn engine_write(workspace: &Path, protected: &[PathBuf], path: &Path) -> bool {
+    let in_git = path.strip_prefix(workspace).is_ok_and(|rel| rel.components().any(|c| c.as_os_str() == ".git"));
+    in_git || under_any(protected, path)
+}
+
 /// Refuses an existing path that is a FIFO, a socket or a device: a write there could block
 /// the run or reach something other than a file. A path that does not exist yet passes.
 pub fn refuse_special(path: &Path, input: &str) -> Result<(), PathError> {

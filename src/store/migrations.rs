@@ -22,12 +22,58 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (6, V6_OWNER),
     (7, V7_PERMANENT),
     (8, V8_EARLIER),
+    (9, V9_DELIVERY_CLAIMS),
+    (10, V10_QUEUED),
 ];
 
 /// Highest schema version this binary understands.
 pub fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
 }
+
+/// A delivery is one row per (run, seq, on_failure), claimed before each attempt by the process
+/// that makes it (`owner`, `pid`: see `store/orphans.rs`), so a `sending` row left by a dead
+/// process is told apart from one still in flight. `deliver` and `on_failure.deliver` both
+/// count `seq` from 0, so the identity includes `on_failure` (an interrupted attempt that failed
+/// and a later one that succeeded have one of each). SQLite cannot change a table's UNIQUE
+/// constraint in place: the table is made again and its rows copied, each claimed by its run's
+/// process as before.
+const V9_DELIVERY_CLAIMS: &str = r#"
+CREATE TABLE deliveries_v9 (
+    id          INTEGER PRIMARY KEY,
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    kind        TEXT NOT NULL,              -- file | mail
+    target      TEXT NOT NULL,              -- what a person reads: the path, the addresses
+    on_failure  INTEGER NOT NULL DEFAULT 0, -- 1 for on_failure deliveries
+    payload     TEXT NOT NULL,              -- JSON: everything needed to retry without the agent
+    status      TEXT NOT NULL,              -- pending | sending | delivered | failed | uncertain
+    attempts    INTEGER NOT NULL DEFAULT 0,
+    error       TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    permanent   INTEGER NOT NULL DEFAULT 0,
+    owner       INTEGER,                    -- the process that claimed it last (store/orphans.rs)
+    pid         INTEGER,                    -- its pid, for stores without owner locks
+    UNIQUE (run_id, seq, on_failure)
+);
+INSERT INTO deliveries_v9 (id, run_id, seq, kind, target, on_failure, payload, status, attempts, error,
+                           created_at, updated_at, permanent, owner, pid)
+SELECT d.id, d.run_id, d.seq, d.kind, d.target, d.on_failure, d.payload, d.status, d.attempts, d.error,
+       d.created_at, d.updated_at, d.permanent, r.owner, r.pid
+FROM deliveries d LEFT JOIN runs r ON r.id = d.run_id;
+DROP TABLE deliveries;
+ALTER TABLE deliveries_v9 RENAME TO deliveries;
+CREATE INDEX deliveries_by_status ON deliveries (status);
+"#;
+
+/// The daemon keeps only a window of the durable queue in memory; the rest waits as `queued`
+/// rows. This index holds only those rows, by `not_before`, so the daemon finds when the
+/// next jittered fire among them becomes due without reading them all. It costs each claimed
+/// fire one index entry, removed when the run starts.
+const V10_QUEUED: &str = r#"
+CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
 
 /// How each earlier attempt of a run ended (one line each, oldest first), so a run that
 /// succeeded at attempt 2 still says that attempt 1 was interrupted and why.

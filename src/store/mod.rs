@@ -16,6 +16,7 @@
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
 mod claim;
+mod deliveries;
 mod greetings;
 mod history;
 mod location;
@@ -23,6 +24,7 @@ pub mod migrations;
 mod orphans;
 mod pause;
 pub mod postgres;
+mod queue;
 mod runs;
 mod schedule;
 mod scrub;
@@ -40,12 +42,14 @@ use rusqlite::Connection;
 use rusqlite::types::Type;
 
 pub use claim::Claim;
+pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery, Recorded};
 pub use greetings::GreetingRun;
-pub use history::{DeliveryRow, DeliveryStatus, NewDelivery, RunDetail, RunFilter};
+pub use history::{RunDetail, RunFilter};
 pub use location::{DatabaseUrl, Location};
 pub use orphans::process_alive;
+pub use queue::{QueuedFire, StoredTrigger};
 pub use runs::{EventKind, EventRow, NewEvent, NewRun, RunKind, RunOutcome, RunRow, RunStatus, UnknownVariant};
-pub use schedule::{FireClaim, NewFire, QueuedRun, SkipCounts, reason};
+pub use schedule::{FireClaim, NewFire, SkipCounts, reason};
 pub use scrub::Scrub;
 pub use status::{ATTENTION_STATUSES, DayStatusCount, RunBrief, RunExtra, RunMark, RunPage, RunPageQuery};
 

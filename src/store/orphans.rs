@@ -130,14 +130,18 @@ mod tests {
         assert!(store.owner_alive(Some(me), None));
         // Another owner's lock, held by a child process that then dies.
         let other = dir.path().join("owners/77.lock");
-        let hold = "import fcntl, sys, time\nf = open(sys.argv[1], 'w')\nfcntl.flock(f, fcntl.LOCK_EX)\ntime.sleep(30)";
-        let mut child =
-            std::process::Command::new("python3").args(["-c", hold, other.to_str().unwrap()]).spawn().unwrap();
-        let held = (0..200).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            other.exists() && store.owner_alive(Some(77), None)
-        });
-        assert!(held, "a held lock counts as a live owner");
+        let hold = "import fcntl, sys, time\nf = open(sys.argv[1], 'w')\nfcntl.flock(f, fcntl.LOCK_EX)\n\
+                    print('locked', flush=True)\ntime.sleep(60)";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", hold, other.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the child to say it holds the lock, however slow the machine.
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        assert_eq!(line.trim(), "locked");
+        assert!(store.owner_alive(Some(77), None), "a held lock counts as a live owner");
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!store.owner_alive(Some(77), None), "the lock of a dead owner is free");

@@ -1,14 +1,14 @@
 //! What the daemon keeps across restarts: the last scheduled instant of each
-//! routine, fires claimed exactly once, the durable queue of fires waiting
-//! to start, and the instants that were skipped or missed, with the reason.
+//! routine, fires claimed exactly once, and the instants that were skipped or
+//! missed, with the reason. The durable queue of fires waiting to start is read
+//! in `queue.rs`.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{OptionalExtension, params};
 
-use super::runs::{RUN_COLUMNS, run_from_row};
-use super::{RunRow, Store, StoreError, opt_time_column, time_column, to_db_time};
+use super::{Store, StoreError, opt_time_column, time_column, to_db_time};
 
 /// Why a run was skipped or interrupted (column `reason`).
 pub mod reason {
@@ -62,16 +62,6 @@ pub enum FireClaim {
     Skipped(i64),
     /// The instant was already claimed.
     Duplicate,
-}
-
-/// A queued run, as the daemon needs it to start it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QueuedRun {
-    pub run: RunRow,
-    /// The trigger's context as JSON text (see [`NewFire::context`]).
-    pub context: Option<String>,
-    pub attempt: u32,
-    pub not_before: Option<DateTime<Utc>>,
 }
 
 /// Skipped and missed instants of one routine, for `routines list`.
@@ -327,50 +317,6 @@ impl Store {
         })
     }
 
-    /// Queued fires (not manual runs) whose process is gone or is this one:
-    /// they become this process's, oldest first. Used when the daemon
-    /// starts; the lock on the data folder means no other daemon owns them.
-    pub fn adopt_queued(&self) -> Result<Vec<QueuedRun>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.adopt_queued(self.owner_id());
-        }
-        self.with_conn(|c| {
-            let tx = c.unchecked_transaction()?;
-            tx.execute(
-                "UPDATE runs SET pid = ?1, owner = ?2 WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine'",
-                params![std::process::id(), self.owner_id()],
-            )?;
-            let queued = {
-                let mut stmt = tx.prepare(&format!(
-                    "SELECT {RUN_COLUMNS}, trigger_context, attempt, not_before FROM runs
-                     WHERE status = 'queued' AND trigger != 'manual' AND kind = 'routine' ORDER BY id"
-                ))?;
-                let rows = stmt.query_map([], queued_from_row)?;
-                rows.collect::<rusqlite::Result<Vec<_>>>()?
-            };
-            tx.commit()?;
-            Ok(queued)
-        })
-    }
-
-    /// The queued run `id`, if it is still queued.
-    pub fn queued_run(&self, id: i64) -> Result<Option<QueuedRun>, StoreError> {
-        if let Some(pg) = self.postgres() {
-            return pg.queued_run(id);
-        }
-        self.with_conn(|c| {
-            c.query_row(
-                &format!(
-                    "SELECT {RUN_COLUMNS}, trigger_context, attempt, not_before FROM runs
-                     WHERE id = ?1 AND status = 'queued'"
-                ),
-                [id],
-                queued_from_row,
-            )
-            .optional()
-        })
-    }
-
     /// Interrupted fires (crash or shutdown) that `retry` allows again:
     /// `attempts_left(routine, attempt, scheduled_for)` decides. Each one
     /// allowed is queued again as the next attempt of the same run (its
@@ -455,13 +401,4 @@ impl Store {
         })?;
         Ok(())
     }
-}
-
-fn queued_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRun> {
-    Ok(QueuedRun {
-        run: run_from_row(row)?,
-        context: row.get(14)?,
-        attempt: row.get(15)?,
-        not_before: opt_time_column(row, 16)?,
-    })
 }

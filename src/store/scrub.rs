@@ -123,6 +123,7 @@ mod tests {
                 target: "out.md",
                 on_failure: false,
                 payload: &payload,
+                failed: None,
             };
             let d = store.add_delivery(&delivery).unwrap();
             store.set_delivery(d, crate::store::DeliveryStatus::Failed, Some(&format!("e {secret}"))).unwrap();

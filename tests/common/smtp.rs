@@ -195,6 +195,17 @@ impl SmtpServer {
 
     /// `auth` is `(user, password)`: a login becomes required. `port` 0 picks a free one.
     pub fn start_with(mode: Mode, cert: Option<&TestCert>, auth: Option<(&str, &str)>, port: u16) -> SmtpServer {
+        Self::spawn(mode, cert, auth, port, 0)
+    }
+
+    /// A plain server that writes the first `count` messages it is given and never answers
+    /// their end of data, so their sender waits until it gives up or is killed; later messages
+    /// are answered as usual.
+    pub fn start_hanging(count: u32) -> SmtpServer {
+        Self::spawn(Mode::Plain, None, None, 0, count)
+    }
+
+    fn spawn(mode: Mode, cert: Option<&TestCert>, auth: Option<(&str, &str)>, port: u16, hang: u32) -> SmtpServer {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("smtp_server.py");
         std::fs::write(&script, SCRIPT).unwrap();
@@ -213,6 +224,7 @@ impl SmtpServer {
         if let Some((user, password)) = auth {
             cmd.arg("--auth").arg(format!("{user}:{password}"));
         }
+        cmd.arg("--hang").arg(hang.to_string());
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -10,6 +10,10 @@ per leaf part its content type, file name and decoded content), an independent c
 `smtp_server.py --parse FILE.eml` prints that form of an .eml file instead of serving.
 
 Recipients whose local part starts with `reject` get 550, with `tempfail` get 451.
+
+With `--hang N`, the first N messages are written and then never answered: the client waits for
+the reply to its end of data as long as it likes (a sender killed there has delivered a message
+it never heard was taken).
 """
 
 import argparse
@@ -53,9 +57,10 @@ def parse(raw):
 
 
 class Handler:
-    def __init__(self, outdir):
+    def __init__(self, outdir, hang=0):
         self.outdir = outdir
         self.count = 0
+        self.hang = hang
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         local = address.split("@", 1)[0].lower()
@@ -79,6 +84,8 @@ class Handler:
         with open(stem + ".tmp", "wb") as f:
             f.write(raw)
         os.rename(stem + ".tmp", stem + ".eml")
+        if self.count <= self.hang:
+            await asyncio.Event().wait()
         return "250 2.0.0 Message accepted for delivery"
 
 
@@ -104,6 +111,7 @@ def main():
     parser.add_argument("--key")
     parser.add_argument("--mode", choices=["plain", "starttls", "tls"], default="plain")
     parser.add_argument("--auth", help="user:password; makes a login required")
+    parser.add_argument("--hang", type=int, default=0, help="never answer the data of the first N messages")
     args = parser.parse_args()
     if args.parse:
         with open(args.parse, "rb") as f:
@@ -115,7 +123,7 @@ def main():
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(args.cert, args.key)
 
-    handler = Handler(args.outdir)
+    handler = Handler(args.outdir, args.hang)
     options = {"hostname": "localhost", "ident": "routines-test-smtp"}
     if args.mode == "starttls":
         options.update(tls_context=context, require_starttls=True)

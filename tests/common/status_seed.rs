@@ -426,10 +426,10 @@ fn record(store: &Store, plan: &Plan) -> i64 {
                     target: &d.target,
                     on_failure: d.on_failure,
                     payload: "{}",
+                    failed: None,
                 })
                 .unwrap();
             for _ in 0..d.attempts {
-                store.set_delivery_sending(did).unwrap();
                 store.set_delivery(did, d.status, d.error.as_deref()).unwrap();
             }
         }

@@ -488,6 +488,35 @@ async fn jitter_delays_each_fire_by_at_most_the_jitter() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn jitter_holds_when_more_fires_wait_for_their_time_than_the_window_holds() {
+    // Twenty fires wait for their jittered start; the window holds two. Each still starts at
+    // its own time: fires wait for their time in the database, not in the window's places.
+    let routines: Vec<(String, String)> =
+        (0..20).map(|i| (format!("r{i:02}"), "prompt: x\non:\n  - every: 1h\njitter: 30m\n".to_string())).collect();
+    let refs: Vec<(&str, &str)> = routines.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let mut w = world("2026-11-22T00:59:00Z", "limits: { max_concurrent_runs: 1, queue_window: 2 }\n", &refs);
+    run_until(&mut w, "2026-11-22T01:40:00Z").await;
+    let mut due: Vec<DateTime<Utc>> = w
+        .store
+        .with_conn(|c| {
+            let mut stmt = c.prepare("SELECT not_before FROM runs WHERE status = 'succeeded' ORDER BY not_before")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .unwrap()
+        .iter()
+        .map(|s| t(s))
+        .collect();
+    due.sort();
+    let mut calls = w.model.calls.lock().unwrap().clone();
+    calls.sort();
+    assert_eq!(calls.len(), 20);
+    let late: Vec<i64> = calls.iter().zip(&due).map(|(c, d)| (*c - *d).num_milliseconds()).collect();
+    assert!(late.iter().all(|ms| (0..1000).contains(ms)), "start minus not_before, ms: {late:?}");
+    assert!(due.iter().all(|d| *d >= t("2026-11-22T01:00:00Z") && *d <= t("2026-11-22T01:30:00Z")), "{due:?}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_concurrency_limit_holds_fires_in_the_durable_queue() {
     let routines: Vec<(String, String)> =
         (0..5).map(|i| (format!("r{i}"), "prompt: x\non:\n  - every: 1h\n".to_string())).collect();

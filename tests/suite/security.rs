@@ -410,7 +410,7 @@ refused! {
     smuggling_through_find_exec: "find src -exec rm {} \\;" => format!("`rm` (run by `find`) is not an allowed command; {NOT_ALLOWED}");
     smuggling_a_variable_assignment: "LD_PRELOAD=/tmp/x.so ls" => "`LD_PRELOAD=...` sets a variable before the command; commands run without a shell: set variables in the config";
     smuggling_a_variable_expansion: "cat $HOME/.ssh/id_rsa" => "`$HOME` is not expanded: commands run without a shell; write the value itself";
-    smuggling_through_a_git_pager: "git -c core.pager='sh -c id' log" => "setting git's `core.pager` can make git run another program; settings that run programs (aliases, pagers, editors, ssh commands, hooks, helpers, filters, includes) are not allowed";
+    smuggling_through_a_git_pager: "git -c core.pager='sh -c id' log" => "setting git's `core.pager` is not allowed: only inert settings (user.name, user.email, color.*, core.quotepath, log.date, ...) may be set by a command, since others can make git run another program or write elsewhere";
     escalating_with_sudo: "sudo ls" => "`sudo`: privilege escalation is never allowed";
     an_unlisted_interpreter: "python3 -c 'import shutil; shutil.rmtree(\"src\")'" => format!("`python3` is not an allowed command; {NOT_ALLOWED}");
     destroying_the_root: "rm -rf /" => "`rm -rf /` is destructive and always refused";

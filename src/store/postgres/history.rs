@@ -1,12 +1,11 @@
-//! Run history, deliveries and persistent sessions on PostgreSQL; the statements of
+//! Run history and persistent sessions on PostgreSQL; the statements of
 //! `store/history.rs`.
 
 use chrono::Utc;
 
 use super::{Pg, rows};
-use crate::store::history::DELIVERY_COLUMNS;
 use crate::store::runs::RUN_COLUMNS;
-use crate::store::{DeliveryRow, DeliveryStatus, RunDetail, RunRow, RunStatus, StoreError, to_db_time};
+use crate::store::{RunDetail, RunRow, RunStatus, StoreError, to_db_time};
 
 impl Pg {
     /// Sets one text column of run `id` (`column` is one of this module's callers' constants).
@@ -109,77 +108,6 @@ impl Pg {
             )
             .await?;
             Ok(())
-        })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn add_delivery(
-        &self,
-        run_id: i64,
-        seq: u32,
-        kind: String,
-        target: String,
-        on_failure: bool,
-        payload: String,
-    ) -> Result<i64, StoreError> {
-        let now = to_db_time(Utc::now());
-        let seq = i64::from(seq);
-        self.call(move |c| async move {
-            let row = c
-                .query_one(
-                    "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at,
-                                             updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7) RETURNING id",
-                    &[&run_id, &seq, &kind, &target, &on_failure, &payload, &now],
-                )
-                .await?;
-            Ok(row.try_get(0)?)
-        })
-    }
-
-    pub(crate) fn finish_delivery(
-        &self,
-        id: i64,
-        status: DeliveryStatus,
-        error: Option<String>,
-        permanent: bool,
-    ) -> Result<(), StoreError> {
-        self.call(move |c| async move {
-            c.execute(
-                "UPDATE deliveries SET status = $2, error = $3, attempts = attempts + 1, updated_at = $4,
-                        permanent = $5
-                 WHERE id = $1",
-                &[&id, &status.as_str(), &error, &to_db_time(Utc::now()), &permanent],
-            )
-            .await?;
-            Ok(())
-        })
-    }
-
-    pub(crate) fn deliveries(&self, run_id: i64) -> Result<Vec<DeliveryRow>, StoreError> {
-        self.call(move |c| async move {
-            let sql = format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE run_id = $1 ORDER BY seq");
-            c.query(&sql, &[&run_id]).await?.iter().map(rows::delivery).collect()
-        })
-    }
-
-    pub(crate) fn set_delivery_sending(&self, id: i64) -> Result<(), StoreError> {
-        self.call(move |c| async move {
-            c.execute(
-                "UPDATE deliveries SET status = 'sending', updated_at = $2 WHERE id = $1",
-                &[&id, &to_db_time(Utc::now())],
-            )
-            .await?;
-            Ok(())
-        })
-    }
-
-    pub(crate) fn undelivered(&self) -> Result<Vec<DeliveryRow>, StoreError> {
-        self.call(|c| async move {
-            let sql = format!(
-                "SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE status IN ('pending', 'failed', 'sending') ORDER BY id"
-            );
-            c.query(&sql, &[]).await?.iter().map(rows::delivery).collect()
         })
     }
 

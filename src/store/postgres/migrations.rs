@@ -31,10 +31,30 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (6, V6_OWNER),
     (7, V7_PERMANENT),
     (8, V8_EARLIER),
+    (9, V9_DELIVERY_CLAIMS),
+    (10, V10_QUEUED),
 ];
 
 /// The key of the advisory lock that serializes migrations.
 const MIGRATION_LOCK: i64 = 0x726f_7574_696e_6573; // "routines"
+
+/// SQLite's migration 9: a delivery is one row per (run, seq, on_failure), claimed before each
+/// attempt by the process that makes it (`owner`, `pid`). PostgreSQL changes the table in
+/// place (SQLite copies it): the columns are added, each row gets its run's process as before,
+/// and the UNIQUE constraint on (run_id, seq) gives way to the one that includes `on_failure`.
+const V9_DELIVERY_CLAIMS: &str = r#"
+ALTER TABLE deliveries ADD COLUMN owner BIGINT;
+ALTER TABLE deliveries ADD COLUMN pid BIGINT;
+UPDATE deliveries d SET owner = r.owner, pid = r.pid FROM runs r WHERE r.id = d.run_id;
+ALTER TABLE deliveries DROP CONSTRAINT deliveries_run_id_seq_key;
+ALTER TABLE deliveries ADD CONSTRAINT deliveries_run_id_seq_on_failure_key UNIQUE (run_id, seq, on_failure);
+"#;
+
+/// SQLite's migration 10: the partial index of queued rows by `not_before`, so the daemon
+/// finds when the next jittered fire becomes due without reading the queue.
+const V10_QUEUED: &str = r#"
+CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
 
 const V8_EARLIER: &str = "ALTER TABLE runs ADD COLUMN earlier_attempts TEXT;";
 

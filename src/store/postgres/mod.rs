@@ -10,8 +10,10 @@
 //! backend does under its mutex. The runtime is dropped on its own thread when the last clone
 //! of the store goes away, never inside another runtime.
 
+mod deliveries;
 mod history;
 pub mod migrations;
+mod queue;
 mod rows;
 mod runs;
 mod schedule;
@@ -27,8 +29,9 @@ use tokio_postgres::error::SqlState;
 
 use super::{DatabaseUrl, StoreError};
 
+pub(crate) use deliveries::OwnedDelivery;
 pub use rows::{opt_time, time};
-pub(crate) use runs::OwnedEvent;
+pub(crate) use runs::{OwnedEnd, OwnedEvent};
 pub(crate) use schedule::OwnedFire;
 
 /// A pooled connection, as the work sent by [`Pg::call`] receives it.

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 
 use crate::store::runs::{EventRow, RunRow, UnknownVariant};
-use crate::store::{DeliveryRow, DeliveryStatus, QueuedRun, StoreError, from_db_int};
+use crate::store::{DeliveryRow, DeliveryStatus, StoreError, from_db_int};
 
 /// Reads a NOT NULL timestamp column written by `to_db_time`.
 pub fn time(row: &Row, idx: usize) -> Result<DateTime<Utc>, StoreError> {
@@ -63,16 +63,6 @@ pub(crate) fn run(row: &Row) -> Result<RunRow, StoreError> {
     })
 }
 
-/// A queued run: the run's columns, then `trigger_context, attempt, not_before`.
-pub(crate) fn queued(row: &Row) -> Result<QueuedRun, StoreError> {
-    Ok(QueuedRun {
-        run: run(row)?,
-        context: row.try_get(14)?,
-        attempt: small(row, 15)?,
-        not_before: opt_time(row, 16)?,
-    })
-}
-
 /// An event, from the columns of `EVENT_COLUMNS`.
 pub(crate) fn event(row: &Row) -> Result<EventRow, StoreError> {
     Ok(EventRow {
@@ -107,5 +97,7 @@ pub(crate) fn delivery(row: &Row) -> Result<DeliveryRow, StoreError> {
         error: row.try_get(9)?,
         updated_at: time(row, 10)?,
         permanent: row.try_get(11)?,
+        owner: row.try_get(12)?,
+        pid: row.try_get::<_, Option<i64>>(13)?.and_then(|p| u32::try_from(p).ok()),
     })
 }

@@ -23,6 +23,57 @@ pub(crate) struct OwnedEvent {
     pub duration_ms: i64,
 }
 
+/// How a run ended, its texts already cleaned, as [`write_end`] writes it.
+pub(crate) struct OwnedEnd {
+    pub status: &'static str,
+    pub output: Option<String>,
+    pub error: Option<String>,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub iterations: i64,
+    pub reason: Option<&'static str>,
+}
+
+impl OwnedEnd {
+    pub(crate) fn new(outcome: &RunOutcome, output: Option<String>, error: Option<String>) -> OwnedEnd {
+        OwnedEnd {
+            status: outcome.status.as_str(),
+            output,
+            error,
+            prompt_tokens: to_db_int(outcome.prompt_tokens),
+            completion_tokens: to_db_int(outcome.completion_tokens),
+            iterations: i64::from(outcome.iterations),
+            reason: outcome.reason,
+        }
+    }
+}
+
+/// The statement of `finish_run` on `c` (a connection or a transaction, for a caller that
+/// writes more in the same transaction); returns how many rows it changed (0: no such run).
+pub(super) async fn write_end<C: deadpool_postgres::GenericClient>(
+    c: &C,
+    id: i64,
+    end: &OwnedEnd,
+) -> Result<u64, StoreError> {
+    Ok(c.execute(
+        "UPDATE runs SET status = $2, output = $3, error = $4, prompt_tokens = $5,
+                completion_tokens = $6, iterations = $7, finished_at = $8, reason = $9
+         WHERE id = $1",
+        &[
+            &id,
+            &end.status,
+            &end.output,
+            &end.error,
+            &end.prompt_tokens,
+            &end.completion_tokens,
+            &end.iterations,
+            &to_db_time(Utc::now()),
+            &end.reason,
+        ],
+    )
+    .await?)
+}
+
 /// The key of the advisory lock that makes claims of one routine one at a time.
 pub(super) const CLAIM_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('routines.claim'), hashtext($1))";
 
@@ -65,35 +116,20 @@ impl Pg {
         })
     }
 
-    pub(crate) fn start_run(&self, id: i64) -> Result<u64, StoreError> {
+    /// Marks run `id` running, owned by this process (`owner`, and its pid).
+    pub(crate) fn start_run(&self, id: i64, owner: Option<i64>) -> Result<u64, StoreError> {
+        let pid = i64::from(std::process::id());
         self.call(move |c| async move {
             Ok(c.execute(
-                "UPDATE runs SET status = $2, started_at = $3 WHERE id = $1",
-                &[&id, &RunStatus::Running.as_str(), &to_db_time(Utc::now())],
+                "UPDATE runs SET status = $2, started_at = $3, pid = $4, owner = $5 WHERE id = $1",
+                &[&id, &RunStatus::Running.as_str(), &to_db_time(Utc::now()), &pid, &owner],
             )
             .await?)
         })
     }
 
-    pub(crate) fn finish_run(
-        &self,
-        id: i64,
-        outcome: &RunOutcome,
-        output: Option<String>,
-        error: Option<String>,
-    ) -> Result<u64, StoreError> {
-        let (status, reason) = (outcome.status.as_str(), outcome.reason);
-        let tokens = (to_db_int(outcome.prompt_tokens), to_db_int(outcome.completion_tokens));
-        let iterations = i64::from(outcome.iterations);
-        self.call(move |c| async move {
-            Ok(c.execute(
-                "UPDATE runs SET status = $2, output = $3, error = $4, prompt_tokens = $5,
-                        completion_tokens = $6, iterations = $7, finished_at = $8, reason = $9
-                 WHERE id = $1",
-                &[&id, &status, &output, &error, &tokens.0, &tokens.1, &iterations, &to_db_time(Utc::now()), &reason],
-            )
-            .await?)
-        })
+    pub(crate) fn finish_run(&self, id: i64, end: OwnedEnd) -> Result<u64, StoreError> {
+        self.call(move |c| async move { write_end(&c, id, &end).await })
     }
 
     pub(crate) fn get_run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {

@@ -6,8 +6,7 @@ use chrono::{DateTime, Utc};
 
 use super::runs::{ACTIVE, lock_routine};
 use super::{Pg, rows};
-use crate::store::runs::RUN_COLUMNS;
-use crate::store::{FireClaim, GreetingRun, QueuedRun, StoreError, reason, to_db_time};
+use crate::store::{FireClaim, GreetingRun, StoreError, reason, to_db_time};
 
 /// A fire with its context already cleaned, as [`Pg::claim_fires`] writes it.
 pub(crate) struct OwnedFire {
@@ -22,8 +21,6 @@ pub(crate) struct OwnedFire {
 const UPSERT_LAST: &str = "INSERT INTO schedule_state AS s (routine, last_scheduled, updated_at) VALUES ($1, $2, $3)
      ON CONFLICT (routine) DO UPDATE SET
          last_scheduled = GREATEST(s.last_scheduled, excluded.last_scheduled), updated_at = excluded.updated_at";
-
-const QUEUED: &str = "trigger_context, attempt, not_before FROM runs";
 
 /// The time a greeting counts at: its slot, or when it was sent by hand.
 const AT: &str = "COALESCE(scheduled_for, created_at)";
@@ -173,26 +170,6 @@ impl Pg {
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
                 .collect::<Result<Vec<_>, StoreError>>()?;
             Ok((skipped, unrecorded))
-        })
-    }
-
-    pub(crate) fn adopt_queued(&self, owner: Option<i64>) -> Result<Vec<QueuedRun>, StoreError> {
-        let pid = i64::from(std::process::id());
-        self.call(move |mut c| async move {
-            let tx = c.transaction().await?;
-            let filter = "status = 'queued' AND trigger <> 'manual' AND kind = 'routine'";
-            tx.execute(&format!("UPDATE runs SET pid = $1, owner = $2 WHERE {filter}"), &[&pid, &owner]).await?;
-            let rows = tx.query(&format!("SELECT {RUN_COLUMNS}, {QUEUED} WHERE {filter} ORDER BY id"), &[]).await?;
-            let queued = rows.iter().map(rows::queued).collect::<Result<Vec<_>, _>>()?;
-            tx.commit().await?;
-            Ok(queued)
-        })
-    }
-
-    pub(crate) fn queued_run(&self, id: i64) -> Result<Option<QueuedRun>, StoreError> {
-        self.call(move |c| async move {
-            let sql = format!("SELECT {RUN_COLUMNS}, {QUEUED} WHERE id = $1 AND status = 'queued'");
-            c.query_opt(&sql, &[&id]).await?.as_ref().map(rows::queued).transpose()
         })
     }
 

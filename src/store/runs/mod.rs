@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 use rusqlite::types::Type;
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 use serde::{Deserialize, Serialize};
 
 use super::{Store, StoreError, from_db_int, opt_time_column, time_column, to_db_int, to_db_time};
@@ -285,15 +285,17 @@ impl Store {
         }
     }
 
-    /// Marks a run `running` and stamps `started_at` with now.
+    /// Marks a run `running`, owned by this process, and stamps `started_at` with now. (A
+    /// queued fire the daemon adopted still names the process that queued it until then.)
     pub fn start_run(&self, id: i64) -> Result<(), StoreError> {
+        let owner = self.owner_id();
         let changed = match self.postgres() {
-            Some(pg) => pg.start_run(id)? > 0,
+            Some(pg) => pg.start_run(id, owner)? > 0,
             None => {
                 self.with_conn(|c| {
                     c.execute(
-                        "UPDATE runs SET status = ?2, started_at = ?3 WHERE id = ?1",
-                        params![id, RunStatus::Running.as_str(), to_db_time(Utc::now())],
+                        "UPDATE runs SET status = ?2, started_at = ?3, pid = ?4, owner = ?5 WHERE id = ?1",
+                        params![id, RunStatus::Running.as_str(), to_db_time(Utc::now()), std::process::id(), owner],
                     )
                 })? > 0
             }
@@ -306,37 +308,43 @@ impl Store {
 
     /// Records how a run ended and stamps `finished_at` with now.
     pub fn finish_run(&self, id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
-        let output = self.clean_opt(outcome.output.as_deref());
-        let error = self.clean_opt(outcome.error.as_deref());
         if let Some(pg) = self.postgres() {
+            let output = self.clean_opt(outcome.output.as_deref());
+            let error = self.clean_opt(outcome.error.as_deref());
             let owned = |t: Option<std::borrow::Cow<'_, str>>| t.map(|t| t.into_owned());
-            if pg.finish_run(id, outcome, owned(output), owned(error))? == 0 {
+            if pg.finish_run(id, super::postgres::OwnedEnd::new(outcome, owned(output), owned(error)))? == 0 {
                 return Err(StoreError::RunNotFound(id));
             }
             return Ok(());
         }
-        let changed = self.with_conn(|c| {
-            c.execute(
-                "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
-                        completion_tokens = ?6, iterations = ?7, finished_at = ?8, reason = ?9
-                 WHERE id = ?1",
-                params![
-                    id,
-                    outcome.status.as_str(),
-                    output,
-                    error,
-                    to_db_int(outcome.prompt_tokens),
-                    to_db_int(outcome.completion_tokens),
-                    i64::from(outcome.iterations),
-                    to_db_time(Utc::now()),
-                    outcome.reason,
-                ],
-            )
-        })?;
+        let changed = self.with_conn(|c| self.write_end(c, id, outcome))?;
         if changed == 0 {
             return Err(StoreError::RunNotFound(id));
         }
         Ok(())
+    }
+
+    /// The statement of [`Store::finish_run`] on `c`, for a caller that writes more in the same
+    /// transaction; returns how many rows it changed (0: no such run).
+    pub(in crate::store) fn write_end(&self, c: &Connection, id: i64, outcome: &RunOutcome) -> rusqlite::Result<usize> {
+        let output = self.clean_opt(outcome.output.as_deref());
+        let error = self.clean_opt(outcome.error.as_deref());
+        c.execute(
+            "UPDATE runs SET status = ?2, output = ?3, error = ?4, prompt_tokens = ?5,
+                    completion_tokens = ?6, iterations = ?7, finished_at = ?8, reason = ?9
+             WHERE id = ?1",
+            params![
+                id,
+                outcome.status.as_str(),
+                output,
+                error,
+                to_db_int(outcome.prompt_tokens),
+                to_db_int(outcome.completion_tokens),
+                i64::from(outcome.iterations),
+                to_db_time(Utc::now()),
+                outcome.reason,
+            ],
+        )
     }
 
     /// The run with this id, if any.

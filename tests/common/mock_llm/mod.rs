@@ -78,7 +78,7 @@ use tokio::sync::watch;
 use conn::{ConnInfo, KillSwitch, MockListener};
 pub use images::{SentImage, images, user_text};
 pub use reply::{
-    Reply, drop_connection, error, hang, huge, malformed, raw_tool_call_args, text, tool_call, tool_call_with_id,
+    Gate, Reply, drop_connection, error, hang, huge, malformed, raw_tool_call_args, text, tool_call, tool_call_with_id,
     tool_calls,
 };
 

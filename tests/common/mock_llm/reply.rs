@@ -1,9 +1,11 @@
 //! Scripted replies: what the mock answers to one chat-completions request.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use serde_json::Value;
+use tokio::sync::watch;
 
 /// One scripted answer to one chat-completions request.
 #[derive(Debug, Clone)]
@@ -11,7 +13,31 @@ pub struct Reply {
     pub(super) kind: Kind,
     pub(super) headers: Vec<(String, String)>,
     pub(super) delay: Option<Duration>,
+    /// Answers only once this gate is open ([`Reply::after`]).
+    pub(super) gate: Option<watch::Receiver<bool>>,
     pub(super) abort_mid_body: bool,
+}
+
+/// Holds back the replies given to [`Reply::after`] until the test opens it: a run that
+/// waits for the model for exactly as long as the test needs, with no timing involved.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate::new()
+    }
+}
+
+impl Gate {
+    pub fn new() -> Gate {
+        Gate(Arc::new(watch::channel(false).0))
+    }
+
+    /// Lets every reply held by this gate go, now and later.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -48,7 +74,7 @@ pub(super) struct CallSpec {
 
 impl Reply {
     fn new(kind: Kind) -> Reply {
-        Reply { kind, headers: Vec::new(), delay: None, abort_mid_body: false }
+        Reply { kind, headers: Vec::new(), delay: None, gate: None, abort_mid_body: false }
     }
 
     fn completion(content: Option<String>, calls: Vec<CallSpec>) -> Reply {
@@ -105,6 +131,12 @@ impl Reply {
     /// Waits this long (server side) before answering. Dropping the server ends the wait.
     pub fn with_delay(mut self, delay: Duration) -> Reply {
         self.delay = Some(delay);
+        self
+    }
+
+    /// Answers only once `gate` is open (server side). Dropping the server ends the wait.
+    pub fn after(mut self, gate: &Gate) -> Reply {
+        self.gate = Some(gate.0.subscribe());
         self
     }
 

@@ -56,6 +56,15 @@ pub(super) async fn chat(
         return error_response(500, "mock: no scripted reply left", &[]);
     };
     let mut shutdown = shared.shutdown_tx.subscribe();
+    if let Some(mut gate) = reply.gate.clone() {
+        tokio::select! {
+            _ = gate.wait_for(|open| *open) => {}
+            _ = shutdown.wait_for(|down| *down) => {
+                conn.kill.kill();
+                return error_response(503, "mock: shutting down", &[]);
+            }
+        }
+    }
     if let Some(delay) = reply.delay {
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}

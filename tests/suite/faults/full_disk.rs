@@ -1,5 +1,6 @@
-//! A run that ends while the data folder's disk is full: its end is written once space is
-//! back, so it is neither left `running` nor taken for a crash and run (and delivered) again.
+//! A run that ends while the data folder's disk is full: its end, with its deliveries, is
+//! written once space is back, so it is neither left `running` nor taken for a crash and run
+//! (and delivered) again, and its deliveries are made once, after the end is recorded.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,6 +69,8 @@ async fn a_run_that_ends_on_a_full_disk_is_recorded_once_space_is_back() {
     let runs = p.history(&["report"]).await;
     assert_eq!(runs[0]["status"], "succeeded");
     assert_eq!(mock.request_count(), 1);
-    let report = std::fs::read_to_string(p.path().join("out/report.md")).unwrap_or_default();
-    assert!(report.matches("the report").count() <= 1, "delivered twice: {report}");
+    // The deliveries are recorded with the end, so they wait for it: delivered once, after.
+    assert_eq!(p.read("out/report.md"), "the report\n");
+    let d = &p.show(1).await["deliveries"][0];
+    assert_eq!((d["status"].as_str(), d["attempts"].as_u64()), (Some("delivered"), Some(1)), "{d}");
 }

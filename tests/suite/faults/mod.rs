@@ -1,10 +1,12 @@
 //! Faults a machine causes at the worst moment (issue 13), each reproduced with real
 //! processes, signals and sockets, and checked in the database.
 
+mod cut_off;
 mod database;
 mod deliveries;
 mod full_disk;
 mod overlap;
 mod pid_one;
+mod queue_window;
 mod reload;
 mod stopping;

@@ -2,28 +2,42 @@
 //! concurrency limit across routines, jitter, and cancellation.
 //!
 //! Every accepted fire is first a `queued` row in the database (the durable
-//! queue); a task then waits for its turn: `not_before` (jitter), the
-//! routine's earlier run (`overlap: queue`/`replace`), a slot of
-//! `limits.max_concurrent_runs`. A daemon that stops leaves fires that did
-//! not start `queued`; the next one adopts them.
+//! queue). Only a window of them lives in memory (`window.rs`): at most
+//! `limits.queue_window` fires, each a [`QueuedFire`] without its trigger's
+//! context, waiting for the routine's earlier run (`overlap: queue`/`replace`,
+//! catch-up) and then for a slot of `limits.max_concurrent_runs` (`fire.rs`).
+//! The others wait only as rows and are read oldest first, by run id, as places
+//! free up; a jittered fire is read once its `not_before` has passed. A fire's
+//! trigger, a webhook's body included, is read back from the database when its
+//! run starts. A daemon that stops leaves fires that did not start `queued`;
+//! the next one adopts them.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+mod fire;
+#[cfg(test)]
+mod tests;
+mod window;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::Metrics;
 use crate::clock::Clock;
-use crate::engine::{Cancel, Engine, RunOptions};
+use crate::engine::{Cancel, Engine};
 use crate::routine::overlap::{self, Activity, Admission};
-use crate::routine::{Overlap, Routine, StoredTriggerError, TriggerContext};
-use crate::store::{FireClaim, NewFire, NewRun, QueuedRun, RunKind, RunOutcome, RunStatus, StoreError, reason};
+use crate::routine::{Overlap, Routine, TriggerContext};
+use crate::store::{FireClaim, NewFire, NewRun, QueuedFire, RunKind, RunOutcome, RunStatus, StoreError, reason};
+use window::State;
 
 /// Why a queued fire of a routine that went away is recorded skipped.
 const REMOVED_WHY: &str = "the routine was removed or disabled before this fire started";
+
+/// Why a waiting fire replaced by a newer one is recorded skipped.
+const REPLACED_WHY: &str = "replaced by a newer fire before it started";
 
 /// A fire arriving at the dispatcher, from the timer loop, a file watcher
 /// or the webhook listener.
@@ -48,46 +62,52 @@ pub enum Accepted {
     Duplicate,
 }
 
-#[derive(Debug, Default)]
-struct Active {
-    /// Runs started or holding the routine's turn, with their cancellation.
-    running: HashMap<i64, Cancel>,
-    /// Fires accepted and waiting for their turn.
-    /// Ordered by run id: the first is the oldest.
-    waiting: BTreeMap<i64, Cancel>,
-}
-
 /// Shared state of the dispatcher.
 pub struct Dispatcher {
     pub engine: Arc<Engine>,
     pub routines: RwLock<HashMap<String, Arc<Routine>>>,
     clock: Arc<dyn Clock>,
-    slots: Semaphore,
-    active: Mutex<HashMap<String, Active>>,
+    /// The routines' lanes, the window and the slots (see `window.rs`).
+    state: Mutex<State>,
     changed: Notify,
+    /// Queued fires held in memory at most.
+    window: usize,
+    /// Wakes the task that reads fires from the database into the window.
+    pump: Notify,
+    pump_started: AtomicBool,
     /// Set when the daemon stops: fires that have not started stay queued.
     closing: CancellationToken,
     executing: AtomicUsize,
-    /// Fires accepted that have not started (or been set aside) yet.
+    /// Fires accepted that have not started (or been set aside) yet, in memory or not.
     pending: AtomicUsize,
     pub metrics: Metrics,
     pub accepted: AtomicU64,
+    /// Every fire put in the window, as its task holds it.
+    #[cfg(test)]
+    spawned: Mutex<Vec<QueuedFire>>,
 }
 
 impl Dispatcher {
+    /// A dispatcher running at most `max_concurrent` runs at once, holding at most
+    /// `limits.queue_window` queued fires of the engine's config in memory.
     pub fn new(engine: Arc<Engine>, clock: Arc<dyn Clock>, max_concurrent: usize) -> Arc<Self> {
+        let window = engine.config.limits.queue_window();
         Arc::new(Dispatcher {
             engine,
             routines: RwLock::new(HashMap::new()),
             clock,
-            slots: Semaphore::new(max_concurrent.max(1)),
-            active: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::new(max_concurrent)),
             changed: Notify::new(),
+            window,
+            pump: Notify::new(),
+            pump_started: AtomicBool::new(false),
             closing: CancellationToken::new(),
             executing: AtomicUsize::new(0),
             pending: AtomicUsize::new(0),
             metrics: Metrics::default(),
             accepted: AtomicU64::new(0),
+            #[cfg(test)]
+            spawned: Mutex::new(Vec::new()),
         })
     }
 
@@ -95,9 +115,15 @@ impl Dispatcher {
         self.routines.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Fires waiting for their turn, in all routines.
+    /// Fires waiting for their turn, in all routines, in memory or only in the database.
     pub fn queue_depth(&self) -> usize {
         self.pending.load(Ordering::SeqCst)
+    }
+
+    /// `n` fires left the queue. Never below zero: a count that went wrong must not make the
+    /// queue look full.
+    fn less_pending(&self, n: usize) {
+        let _ = self.pending.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |p| Some(p.saturating_sub(n)));
     }
 
     /// Runs executing now.
@@ -109,7 +135,7 @@ impl Dispatcher {
     pub async fn idle(&self) {
         loop {
             let notified = self.changed.notified();
-            if self.active.lock().map(|a| a.is_empty()).unwrap_or(true) {
+            if self.state.lock().map(|s| s.lanes.is_empty()).unwrap_or(true) {
                 return;
             }
             notified.await;
@@ -117,8 +143,10 @@ impl Dispatcher {
     }
 
     /// Wakes every waiting fire to look again: the routines changed (a removed routine's fires
-    /// give up their place).
+    /// give up their place). The fires of a removed routine that wait only in the database
+    /// are recorded skipped at once.
     pub fn routines_changed(&self) {
+        self.skip_removed();
         self.changed.notify_waiters();
     }
 
@@ -135,7 +163,7 @@ impl Dispatcher {
     /// earlier fires of the batch as active runs of its routine.
     pub fn accept_many(self: &Arc<Self>, fires: Vec<IncomingFire>) -> Vec<Result<Accepted, StoreError>> {
         let mut results: Vec<Option<Result<Accepted, StoreError>>> = (0..fires.len()).map(|_| None).collect();
-        let Ok(mut active) = self.active.lock() else {
+        let Ok(mut state) = self.state.lock() else {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
         let mut planned: Vec<Planned> = Vec::new();
@@ -158,13 +186,13 @@ impl Dispatcher {
                 results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
                 continue;
             }
-            let entry = active.entry(routine.name.clone()).or_default();
+            let lane = state.lanes.entry(routine.name.clone()).or_default();
             let planned_here: Vec<&Cancel> =
                 planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
-            let waiting = entry.waiting.len() + planned_here.len();
+            let waiting = lane.waiting_count() + planned_here.len();
             let activity = Activity {
-                active: !entry.running.is_empty() || waiting > 0,
-                run: entry.running.keys().min().copied(),
+                active: !lane.running.is_empty() || waiting > 0,
+                run: lane.running.keys().min().copied(),
                 waiting: waiting > 0,
             };
             match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
@@ -175,8 +203,20 @@ impl Dispatcher {
                 }
                 Admission::Replace => {
                     let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
-                    for cancel in entry.running.values().chain(entry.waiting.values()).chain(planned_here) {
+                    for cancel in lane.running.values().chain(lane.waiting.values()).chain(planned_here) {
                         cancel.cancel(reason::REPLACED, why.clone());
+                    }
+                    // Fires that wait only in the database end there.
+                    if lane.unloaded > 0 {
+                        match self.engine.store.skip_queued_fires(&routine.name, &lane.held(), reason::REPLACED, &why) {
+                            Ok(_) => {
+                                self.less_pending(lane.unloaded);
+                                lane.unloaded = 0;
+                            }
+                            Err(e) => {
+                                tracing::error!(routine = %routine.name, error = %e, "Could not skip the replaced fires.")
+                            }
+                        }
                     }
                 }
                 // A fire that may start or must wait takes its turn in `take_turn`.
@@ -209,7 +249,8 @@ impl Dispatcher {
         let claimed = match self.engine.store.claim_fires(&claims) {
             Ok(ids) => ids,
             Err(e) => {
-                drop(active);
+                state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
+                drop(state);
                 let message = e.to_string();
                 for (i, ..) in &planned {
                     results[*i] = Some(Err(StoreError::Batch(message.clone())));
@@ -218,7 +259,9 @@ impl Dispatcher {
             }
         };
         drop(claims);
+        let now = self.clock.now();
         let mut start = Vec::new();
+        let mut rearm = false;
         for ((i, routine, not_before, cancel, _), claim) in planned.into_iter().zip(claimed) {
             let run_id = match claim {
                 FireClaim::Queued(id) => id,
@@ -232,15 +275,38 @@ impl Dispatcher {
                     continue;
                 }
             };
-            active.entry(routine.name.clone()).or_default().waiting.insert(run_id, cancel.clone());
-            let trigger = fires[i].trigger.clone();
-            start.push((QueuedFire { run_id, routine: routine.name.clone(), trigger, attempt: 1, not_before }, cancel));
             results[i] = Some(Ok(Accepted::Queued(run_id)));
+            self.accepted.fetch_add(1, Ordering::Relaxed);
+            if cancel.is_cancelled() {
+                // Replaced by a later fire of the same batch.
+                if let Err(e) = self.engine.store.skip_queued(run_id, reason::REPLACED, REPLACED_WHY) {
+                    tracing::error!(routine = %routine.name, run_id, error = %e, "Could not skip a replaced fire.");
+                }
+                continue;
+            }
+            self.pending.fetch_add(1, Ordering::SeqCst);
+            let fire = QueuedFire {
+                run_id,
+                routine: routine.name.clone(),
+                attempt: 1,
+                scheduled_for: fires[i].trigger.scheduled_for(),
+                not_before,
+            };
+            if state.may_hold(&fire, now, self.window) {
+                state.hold(&fire, cancel.clone());
+                self.promote(&mut state, &fire.routine);
+                start.push((fire, cancel));
+            } else {
+                rearm |= state.spill(&fire, now);
+            }
         }
-        drop(active);
-        self.accepted.fetch_add(start.len() as u64, Ordering::Relaxed);
+        state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
+        drop(state);
         for (fire, cancel) in start {
             self.spawn(fire, cancel);
+        }
+        if rearm {
+            self.wake_pump();
         }
         results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect()
     }
@@ -257,39 +323,58 @@ impl Dispatcher {
         })
     }
 
-    /// Starts the tasks of fires an earlier daemon queued.
-    pub fn resume(self: &Arc<Self>, queued: Vec<QueuedRun>) {
-        for q in queued {
-            let Some(name) = q.run.routine.clone() else { continue };
-            let trigger = match TriggerContext::from_stored(&q.run.trigger, q.run.scheduled_for, q.context.as_deref()) {
-                Ok(trigger) => trigger,
-                Err(e) => {
-                    self.set_aside_unreadable(q.run.id, &name, &e);
-                    continue;
-                }
-            };
-            let fire = QueuedFire {
-                run_id: q.run.id,
-                routine: name.clone(),
-                trigger,
-                attempt: q.attempt.max(1),
-                not_before: q.not_before,
-            };
-            let cancel = Cancel::default();
-            if let Ok(mut active) = self.active.lock() {
-                active.entry(name).or_default().waiting.insert(q.run.id, cancel.clone());
+    /// Takes up the fires an earlier daemon left queued (`counts`: how many per routine):
+    /// they are read into the window oldest first, like any fire that waited in the
+    /// database; those of routines that are gone are recorded skipped.
+    pub fn resume(self: &Arc<Self>, counts: HashMap<String, usize>) {
+        if let Ok(mut state) = self.state.lock() {
+            let mut total = 0;
+            for (name, n) in counts {
+                state.lanes.entry(name).or_default().unloaded += n;
+                total += n;
             }
-            self.spawn(fire, cancel);
+            self.pending.fetch_add(total, Ordering::SeqCst);
+            state.look_again();
+        }
+        self.skip_removed();
+        self.wake_pump();
+    }
+
+    /// Records the fires of routines that are gone and wait only in the database `skipped`
+    /// (reason `removed`); those in memory are woken by [`Dispatcher::routines_changed`] and
+    /// record it themselves.
+    fn skip_removed(&self) {
+        let Ok(mut state) = self.state.lock() else { return };
+        let gone: Vec<String> = state
+            .lanes
+            .iter()
+            .filter(|(name, lane)| lane.unloaded > 0 && self.routine(name).is_none())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in gone {
+            let Some(lane) = state.lanes.get_mut(&name) else { continue };
+            match self.engine.store.skip_queued_fires(&name, &lane.held(), reason::REMOVED, REMOVED_WHY) {
+                Ok(n) => {
+                    tracing::info!(routine = %name, skipped = n, "{REMOVED_WHY}");
+                    self.less_pending(lane.unloaded);
+                    lane.unloaded = 0;
+                    if lane.is_empty() {
+                        state.lanes.remove(&name);
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(routine = %name, error = %e, "Could not skip the fires of a removed routine.")
+                }
+            }
         }
     }
 
-    /// A queued fire whose stored trigger cannot be read back (a damaged
-    /// database) is not run: it is recorded `failed` with why.
-    fn set_aside_unreadable(&self, run_id: i64, routine: &str, error: &StoredTriggerError) {
-        let why = format!("the fire's trigger could not be read back from the database: {error}");
+    /// A queued fire that cannot be started (its stored trigger is unreadable, a damaged
+    /// database) is recorded `failed` with why.
+    fn set_aside(&self, run_id: i64, routine: &str, why: &str) {
         tracing::error!(%routine, run_id, "{why}");
-        if let Err(e) = self.engine.store.finish_run(run_id, &RunOutcome::new(RunStatus::Failed, Some(why))) {
-            tracing::error!(%routine, run_id, error = %e, "Could not record the unreadable fire as failed.");
+        if let Err(e) = self.engine.store.finish_run(run_id, &RunOutcome::new(RunStatus::Failed, Some(why.into()))) {
+            tracing::error!(%routine, run_id, error = %e, "Could not record the fire as failed.");
         }
     }
 
@@ -317,116 +402,6 @@ impl Dispatcher {
         Ok(Some(id))
     }
 
-    fn spawn(self: &Arc<Self>, fire: QueuedFire, cancel: Cancel) {
-        self.pending.fetch_add(1, Ordering::SeqCst);
-        let me = self.clone();
-        tokio::spawn(async move { me.drive(fire, cancel).await });
-    }
-
-    /// One fire's task: waits for its turn, then runs it.
-    async fn drive(self: Arc<Self>, fire: QueuedFire, cancel: Cancel) {
-        let name = fire.routine.clone();
-        let run_id = fire.run_id;
-        let started = self.wait_and_run(fire, &cancel).await;
-        if let Ok(mut active) = self.active.lock() {
-            if let Some(entry) = active.get_mut(&name) {
-                entry.running.remove(&run_id);
-                entry.waiting.remove(&run_id);
-                if entry.running.is_empty() && entry.waiting.is_empty() {
-                    active.remove(&name);
-                }
-            }
-        }
-        if started {
-            self.executing.fetch_sub(1, Ordering::SeqCst);
-        } else {
-            self.pending.fetch_sub(1, Ordering::SeqCst);
-        }
-        self.changed.notify_waiters();
-    }
-
-    /// Returns whether the run started.
-    async fn wait_and_run(&self, fire: QueuedFire, cancel: &Cancel) -> bool {
-        let store = &self.engine.store;
-        // Jitter.
-        if let Some(at) = fire.not_before {
-            let wait = (at - self.clock.now()).to_std().unwrap_or_default();
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = self.closing.cancelled() => return false,
-            }
-        }
-        // The routine's turn.
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.closing.is_cancelled() {
-                return false;
-            }
-            if cancel.is_cancelled() {
-                let _ = store.skip_queued(fire.run_id, reason::REPLACED, "replaced by a newer fire before it started");
-                return false;
-            }
-            let Some(routine) = self.routine(&fire.routine) else {
-                let _ = store.skip_queued(fire.run_id, reason::REMOVED, REMOVED_WHY);
-                return false;
-            };
-            let my_turn = self.take_turn(&fire, &routine, cancel);
-            match my_turn {
-                Some(true) => break,
-                Some(false) => {}
-                None => return false,
-            }
-            tokio::select! {
-                _ = notified => {}
-                _ = self.closing.cancelled() => return false,
-            }
-        }
-        // A slot of max_concurrent_runs; a routine removed meanwhile gives up its fires.
-        let permit = loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.routine(&fire.routine).is_none() {
-                let _ = store.skip_queued(fire.run_id, reason::REMOVED, REMOVED_WHY);
-                return false;
-            }
-            tokio::select! {
-                p = self.slots.acquire() => break p,
-                _ = notified => {}
-                _ = self.closing.cancelled() => return false,
-            }
-        };
-        let Ok(_permit) = permit else { return false };
-        if cancel.is_cancelled() {
-            let _ = store.skip_queued(fire.run_id, reason::REPLACED, "replaced by a newer fire before it started");
-            return false;
-        }
-        let Some(routine) = self.routine(&fire.routine) else { return false };
-        self.executing.fetch_add(1, Ordering::SeqCst);
-        self.pending.fetch_sub(1, Ordering::SeqCst);
-        if let Some(at) = fire.trigger.scheduled_for() {
-            let due = fire.not_before.unwrap_or(at);
-            let late = (self.clock.now() - due).to_std().unwrap_or_default();
-            self.metrics.observe_lateness(late);
-        }
-        // Boxed: the run's future is large, and inline it would make every
-        // waiting fire's task as large as a running one.
-        let opts = RunOptions::default();
-        let result =
-            Box::pin(self.engine.execute(&routine, fire.run_id, fire.trigger, fire.attempt, &opts, None, cancel)).await;
-        match result {
-            Ok(report) => {
-                tracing::info!(routine = %routine.name, run_id = report.run_id, status = %report.status, "Run finished.");
-            }
-            Err(e) => {
-                tracing::error!(routine = %routine.name, run_id = fire.run_id, error = %e, "Run could not be recorded.")
-            }
-        }
-        true
-    }
-
     /// Waits until no run is executing.
     async fn none_executing(&self) {
         loop {
@@ -435,25 +410,6 @@ impl Dispatcher {
                 return;
             }
             notified.await;
-        }
-    }
-
-    /// Whether `fire` may start now as far as its routine is concerned:
-    /// no other run active (unless `overlap: allow`), and the oldest
-    /// waiting. If so it becomes the routine's running run. `None` if the
-    /// state is unusable.
-    fn take_turn(&self, fire: &QueuedFire, routine: &Routine, cancel: &Cancel) -> Option<bool> {
-        let mut active = self.active.lock().ok()?;
-        let entry = active.entry(fire.routine.clone()).or_default();
-        let allow = routine.spec.overlap == Overlap::Allow;
-        let free = allow || entry.running.is_empty();
-        let first = entry.waiting.keys().next() == Some(&fire.run_id);
-        if free && (first || allow) {
-            entry.waiting.remove(&fire.run_id);
-            entry.running.insert(fire.run_id, cancel.clone());
-            Some(true)
-        } else {
-            Some(false)
         }
     }
 
@@ -475,9 +431,9 @@ impl Dispatcher {
         } else {
             format!("the daemon stopped and the run did not finish within the grace period of {grace:?}")
         };
-        if let Ok(active) = self.active.lock() {
-            for entry in active.values() {
-                for cancel in entry.running.values() {
+        if let Ok(state) = self.state.lock() {
+            for lane in state.lanes.values() {
+                for cancel in lane.running.values() {
                     cancel.cancel(reason::SHUTDOWN, message.clone());
                 }
             }
@@ -489,13 +445,3 @@ impl Dispatcher {
 /// A fire of a batch about to be claimed: its index in the batch, its
 /// routine, `not_before`, its cancellation and its context as JSON text.
 type Planned = (usize, Arc<Routine>, Option<DateTime<Utc>>, Cancel, String);
-
-/// A fire with its run, waiting for its turn.
-#[derive(Debug, Clone)]
-struct QueuedFire {
-    run_id: i64,
-    routine: String,
-    trigger: TriggerContext,
-    attempt: u32,
-    not_before: Option<DateTime<Utc>>,
-}
