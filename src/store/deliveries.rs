@@ -341,6 +341,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::migrations::{MIGRATIONS, apply};
+    use crate::store::testing::{Kind, each_backend, execute};
     use crate::store::{NewRun, RunKind, RunStatus};
 
     fn run(store: &Store) -> i64 {
@@ -364,71 +365,84 @@ mod tests {
 
     #[test]
     fn the_database_keeps_one_row_per_run_seq_and_list() {
-        let store = Store::open_in_memory().unwrap();
-        let id = run(&store);
-        store.add_delivery(&delivery(id, 0, false)).unwrap();
-        let again = store.add_delivery(&delivery(id, 0, false)).unwrap_err();
-        assert!(again.to_string().contains("UNIQUE constraint failed"), "{again}");
-        // The same place in the other list is another delivery.
-        store.add_delivery(&delivery(id, 0, true)).unwrap();
-        // Also a write that goes around the store is refused.
-        let raw = store.with_conn(|c| {
-            c.execute(
-                "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at, updated_at)
-                 VALUES (?1, 0, 'mail', 'x', 1, '{}', 'pending', 'now', 'now')",
-                [id],
-            )
+        each_backend(|kind, _dir, store| {
+            let id = run(&store);
+            store.add_delivery(&delivery(id, 0, false)).unwrap();
+            let again = store.add_delivery(&delivery(id, 0, false)).unwrap_err();
+            let refusal = match (&again, kind) {
+                (StoreError::Postgres(e), Kind::Postgres) => {
+                    e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+                }
+                (e, _) => e.to_string().contains("UNIQUE constraint failed"),
+            };
+            assert!(refusal, "{kind:?}: {again:?}");
+            // The same place in the other list is another delivery.
+            store.add_delivery(&delivery(id, 0, true)).unwrap();
+            // Also a write that goes around the store is refused.
+            let raw = execute(
+                &store,
+                &format!(
+                    "INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, created_at,
+                                             updated_at)
+                     VALUES ({id}, 0, 'mail', 'x', TRUE, '{{}}', 'pending', 'now', 'now')"
+                ),
+            );
+            assert!(raw.is_err(), "{kind:?}");
+            assert_eq!(store.deliveries(id).unwrap().len(), 2, "{kind:?}");
         });
-        assert!(raw.is_err());
-        assert_eq!(store.deliveries(id).unwrap().len(), 2);
     }
 
     #[test]
     fn a_run_ends_with_its_deliveries_at_once_and_a_second_end_adds_none() {
-        let store = Store::open_in_memory().unwrap();
-        let id = run(&store);
-        let first = store.end_run(id, &succeeded(), &[delivery(id, 0, false), delivery(id, 1, false)]).unwrap();
-        assert!(first.iter().all(|r| r.new && r.row.status == DeliveryStatus::Pending), "{first:?}");
-        assert_eq!(first[0].row.pid, Some(std::process::id()));
-        assert_eq!(store.get_run(id).unwrap().unwrap().status, RunStatus::Succeeded);
-        store.finish_delivery(first[0].row.id, DeliveryStatus::Delivered, None, false).unwrap();
-        // An end written again (a run attempted again) finds the rows there and keeps them.
-        let second = store.end_run(id, &succeeded(), &[delivery(id, 0, false), delivery(id, 1, false)]).unwrap();
-        assert_eq!(
-            second.iter().map(|r| (r.new, r.row.id)).collect::<Vec<_>>(),
-            [(false, first[0].row.id), (false, first[1].row.id)]
-        );
-        assert_eq!(second[0].row.status, DeliveryStatus::Delivered);
-        assert_eq!(store.deliveries(id).unwrap().len(), 2);
-        // No run, no deliveries: the transaction is all or nothing.
-        let missing = store.end_run(id + 1, &succeeded(), &[delivery(id, 2, false)]).unwrap_err();
-        assert!(matches!(missing, StoreError::RunNotFound(_)), "{missing}");
-        assert_eq!(store.deliveries(id).unwrap().len(), 2);
-        // A target that did not render is recorded failed for good.
-        let failed = NewDelivery { failed: Some("bad template"), ..delivery(id, 0, true) };
-        let row = &store.end_run(id, &succeeded(), &[failed]).unwrap()[0].row;
-        assert_eq!((row.status, row.permanent, row.attempts), (DeliveryStatus::Failed, true, 1));
+        each_backend(|_kind, _dir, store| {
+            let id = run(&store);
+            let first = store.end_run(id, &succeeded(), &[delivery(id, 0, false), delivery(id, 1, false)]).unwrap();
+            assert!(first.iter().all(|r| r.new && r.row.status == DeliveryStatus::Pending), "{first:?}");
+            assert_eq!(first[0].row.pid, Some(std::process::id()));
+            assert_eq!(store.get_run(id).unwrap().unwrap().status, RunStatus::Succeeded);
+            store.finish_delivery(first[0].row.id, DeliveryStatus::Delivered, None, false).unwrap();
+            // An end written again (a run attempted again) finds the rows there and keeps them.
+            let second = store.end_run(id, &succeeded(), &[delivery(id, 0, false), delivery(id, 1, false)]).unwrap();
+            assert_eq!(
+                second.iter().map(|r| (r.new, r.row.id)).collect::<Vec<_>>(),
+                [(false, first[0].row.id), (false, first[1].row.id)]
+            );
+            assert_eq!(second[0].row.status, DeliveryStatus::Delivered);
+            assert_eq!(store.deliveries(id).unwrap().len(), 2);
+            // No run, no deliveries: the transaction is all or nothing.
+            let missing = store.end_run(id + 1, &succeeded(), &[delivery(id, 2, false)]).unwrap_err();
+            assert!(matches!(missing, StoreError::RunNotFound(_)), "{missing}");
+            assert_eq!(store.deliveries(id).unwrap().len(), 2);
+            // A target that did not render is recorded failed for good.
+            let failed = NewDelivery { failed: Some("bad template"), ..delivery(id, 0, true) };
+            let row = &store.end_run(id, &succeeded(), &[failed]).unwrap()[0].row;
+            assert_eq!((row.status, row.permanent, row.attempts), (DeliveryStatus::Failed, true, 1));
+        });
     }
 
     #[test]
     fn a_delivery_is_claimed_by_one_attempt_and_a_second_claim_fails() {
-        let store = Store::open_in_memory().unwrap();
-        let id = run(&store);
-        let seen = store.end_run(id, &succeeded(), &[delivery(id, 0, false)]).unwrap().remove(0).row;
-        assert!(store.claim_delivery(&seen).unwrap());
-        assert!(!store.claim_delivery(&seen).unwrap(), "claimed twice from the same read");
-        let claimed = store.deliveries(id).unwrap().remove(0);
-        assert_eq!(claimed.status, DeliveryStatus::Sending);
-        store.finish_delivery(claimed.id, DeliveryStatus::Failed, Some("timed out"), false).unwrap();
-        // A read from before the attempt ended claims nothing, nor marks it.
-        assert!(!store.claim_delivery(&claimed).unwrap());
-        assert!(!store.mark_uncertain(&claimed, "cut off").unwrap());
-        let failed = store.deliveries(id).unwrap().remove(0);
-        assert!(store.claim_delivery(&failed).unwrap());
-        let sending = store.deliveries(id).unwrap().remove(0);
-        assert!(store.mark_uncertain(&sending, "cut off").unwrap());
-        let row = store.deliveries(id).unwrap().remove(0);
-        assert_eq!((row.status, row.attempts, row.error.as_deref()), (DeliveryStatus::Uncertain, 2, Some("cut off")));
+        each_backend(|_kind, _dir, store| {
+            let id = run(&store);
+            let seen = store.end_run(id, &succeeded(), &[delivery(id, 0, false)]).unwrap().remove(0).row;
+            assert!(store.claim_delivery(&seen).unwrap());
+            assert!(!store.claim_delivery(&seen).unwrap(), "claimed twice from the same read");
+            let claimed = store.deliveries(id).unwrap().remove(0);
+            assert_eq!(claimed.status, DeliveryStatus::Sending);
+            store.finish_delivery(claimed.id, DeliveryStatus::Failed, Some("timed out"), false).unwrap();
+            // A read from before the attempt ended claims nothing, nor marks it.
+            assert!(!store.claim_delivery(&claimed).unwrap());
+            assert!(!store.mark_uncertain(&claimed, "cut off").unwrap());
+            let failed = store.deliveries(id).unwrap().remove(0);
+            assert!(store.claim_delivery(&failed).unwrap());
+            let sending = store.deliveries(id).unwrap().remove(0);
+            assert!(store.mark_uncertain(&sending, "cut off").unwrap());
+            let row = store.deliveries(id).unwrap().remove(0);
+            assert_eq!(
+                (row.status, row.attempts, row.error.as_deref()),
+                (DeliveryStatus::Uncertain, 2, Some("cut off"))
+            );
+        });
     }
 
     #[test]

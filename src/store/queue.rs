@@ -146,6 +146,7 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::NewFire;
+    use crate::store::testing::each_backend;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -157,38 +158,38 @@ mod tests {
 
     #[test]
     fn due_fires_come_oldest_first_without_their_context_and_after_their_not_before() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
-        let body = format!(r#"{{"body":"{}"}}"#, "b".repeat(1000));
-        let later = at("2030-01-01T00:10:00Z");
-        let ids: Vec<i64> = [fire("a", &body, None), fire("b", &body, Some(later)), fire("a", &body, None)]
-            .iter()
-            .map(|f| store.claim_fire(f).unwrap().unwrap())
-            .collect();
-        let now = at("2030-01-01T00:00:00Z");
-        let due = store.due_fires(0, now, 10).unwrap();
-        assert_eq!(due.iter().map(|f| f.run_id).collect::<Vec<_>>(), [ids[0], ids[2]]);
-        assert_eq!(due[0].routine, "a");
-        assert_eq!(store.due_fires(ids[0], now, 10).unwrap().len(), 1);
-        assert_eq!(store.due_fires(0, now, 1).unwrap().len(), 1);
-        assert_eq!(store.next_not_before(now).unwrap(), Some(later));
-        assert_eq!(store.due_fires(0, later, 10).unwrap().len(), 3);
-        assert_eq!(store.next_not_before(later).unwrap(), None);
-        let trigger = store.queued_trigger(ids[1]).unwrap().unwrap();
-        assert_eq!((trigger.kind.as_str(), trigger.context.as_deref()), ("webhook", Some(body.as_str())));
-        assert_eq!(store.adopt_queued().unwrap(), HashMap::from([("a".to_string(), 2), ("b".to_string(), 1)]));
+        each_backend(|_kind, _dir, store| {
+            let body = format!(r#"{{"body":"{}"}}"#, "b".repeat(1000));
+            let later = at("2030-01-01T00:10:00Z");
+            let ids: Vec<i64> = [fire("a", &body, None), fire("b", &body, Some(later)), fire("a", &body, None)]
+                .iter()
+                .map(|f| store.claim_fire(f).unwrap().unwrap())
+                .collect();
+            let now = at("2030-01-01T00:00:00Z");
+            let due = store.due_fires(0, now, 10).unwrap();
+            assert_eq!(due.iter().map(|f| f.run_id).collect::<Vec<_>>(), [ids[0], ids[2]]);
+            assert_eq!(due[0].routine, "a");
+            assert_eq!(store.due_fires(ids[0], now, 10).unwrap().len(), 1);
+            assert_eq!(store.due_fires(0, now, 1).unwrap().len(), 1);
+            assert_eq!(store.next_not_before(now).unwrap(), Some(later));
+            assert_eq!(store.due_fires(0, later, 10).unwrap().len(), 3);
+            assert_eq!(store.next_not_before(later).unwrap(), None);
+            let trigger = store.queued_trigger(ids[1]).unwrap().unwrap();
+            assert_eq!((trigger.kind.as_str(), trigger.context.as_deref()), ("webhook", Some(body.as_str())));
+            assert_eq!(store.adopt_queued().unwrap(), HashMap::from([("a".to_string(), 2), ("b".to_string(), 1)]));
+        });
     }
 
     #[test]
     fn skipping_a_routines_queued_fires_keeps_those_held_in_memory() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("r.db")).unwrap();
-        let ids: Vec<i64> = (0..4).map(|_| store.claim_fire(&fire("a", "{}", None)).unwrap().unwrap()).collect();
-        let other = store.claim_fire(&fire("b", "{}", None)).unwrap().unwrap();
-        assert_eq!(store.skip_queued_fires("a", &[ids[0]], "replaced", "replaced by a newer fire").unwrap(), 3);
-        let due: Vec<i64> = store.due_fires(0, Utc::now(), 10).unwrap().iter().map(|f| f.run_id).collect();
-        assert_eq!(due, [ids[0], other]);
-        assert_eq!(store.queued_trigger(ids[1]).unwrap(), None);
-        assert_eq!(store.skip_queued_fires("a", &[], "removed", "gone").unwrap(), 1);
+        each_backend(|_kind, _dir, store| {
+            let ids: Vec<i64> = (0..4).map(|_| store.claim_fire(&fire("a", "{}", None)).unwrap().unwrap()).collect();
+            let other = store.claim_fire(&fire("b", "{}", None)).unwrap().unwrap();
+            assert_eq!(store.skip_queued_fires("a", &[ids[0]], "replaced", "replaced by a newer fire").unwrap(), 3);
+            let due: Vec<i64> = store.due_fires(0, Utc::now(), 10).unwrap().iter().map(|f| f.run_id).collect();
+            assert_eq!(due, [ids[0], other]);
+            assert_eq!(store.queued_trigger(ids[1]).unwrap(), None);
+            assert_eq!(store.skip_queued_fires("a", &[], "removed", "gone").unwrap(), 1);
+        });
     }
 }

@@ -292,4 +292,47 @@ mod tests {
         let sqlite: Vec<i64> = crate::store::migrations::MIGRATIONS.iter().map(|(v, _)| *v).collect();
         assert_eq!(pg, sqlite);
     }
+
+    /// Migration 9 on PostgreSQL: the rows stay, each gets its run's process, and the
+    /// identity of a delivery becomes (run, seq, list).
+    #[test]
+    fn migration_9_keeps_the_deliveries_and_gives_them_their_runs_owner() {
+        use crate::store::testing::server;
+        use crate::store::{DatabaseUrl, DeliveryStatus, NewDelivery, Store};
+
+        let url = DatabaseUrl::parse("TEST", &server::fresh_database()).unwrap();
+        let pg = Pg::connect(&url).unwrap();
+        assert_eq!(apply(&pg, &MIGRATIONS[..8]).unwrap(), 8);
+        pg.call(|c| async move {
+            c.batch_execute(
+                "INSERT INTO runs (id, kind, routine, trigger, status, created_at, owner, pid)
+                 VALUES (7, 'routine', 'report', 'manual', 'succeeded', '2026-01-01T00:00:00.000Z', 42, 4242);
+                 INSERT INTO deliveries (run_id, seq, kind, target, on_failure, payload, status, attempts, created_at,
+                                         updated_at, permanent)
+                 VALUES (7, 0, 'mail', 'ops@example.com', FALSE, '{}', 'failed', 3, '2026-01-01T00:00:00.000Z',
+                         '2026-01-01T00:00:01.000Z', TRUE);",
+            )
+            .await?;
+            Ok(())
+        })
+        .unwrap();
+        drop(pg);
+        let store = Store::open_postgres(&url, None).unwrap();
+        let row = store.deliveries(7).unwrap().remove(0);
+        assert_eq!(
+            (row.seq, row.status, row.attempts, row.permanent, row.owner, row.pid),
+            (0, DeliveryStatus::Failed, 3, true, Some(42), Some(4242))
+        );
+        let delivery = |on_failure| NewDelivery {
+            run_id: 7,
+            seq: 0,
+            kind: "file",
+            target: "out.md",
+            on_failure,
+            payload: "{}",
+            failed: None,
+        };
+        assert!(store.add_delivery(&delivery(false)).is_err());
+        store.add_delivery(&delivery(true)).unwrap();
+    }
 }
