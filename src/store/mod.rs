@@ -117,6 +117,14 @@ pub enum StoreError {
     PostgresMigration { version: i64, cause: tokio_postgres::Error },
     #[error("a value in the database is unreadable: {0}; it was written by another program or edited by hand")]
     Unreadable(String),
+    /// Another daemon holds this PostgreSQL database. Several daemons sharing one database
+    /// (SPEC §12) need leases and queue claims across nodes that are not built yet; until then
+    /// a second one would take the first one's queued fires, so it does not start.
+    #[error(
+        "another routines daemon already runs on the PostgreSQL database {url}; running several daemons on one \
+         database (a cluster, SPEC §12) is not supported yet: stop the other one, or give this one its own database"
+    )]
+    DaemonElsewhere { url: String },
     /// A caller asked for the SQLite connection of a PostgreSQL store.
     #[error("internal error: SQLite access asked of a PostgreSQL store (a bug in routines; please report it)")]
     NotSqlite,
@@ -244,6 +252,20 @@ impl Store {
     /// PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
         matches!(self.backend, Backend::Sqlite(_)).then_some(self.path.as_path())
+    }
+
+    /// One daemon per database: on PostgreSQL, a session advisory lock held (on a connection
+    /// of its own) until the returned value is dropped or the process ends; a second daemon
+    /// anywhere gets [`StoreError::DaemonElsewhere`]. SQLite needs none here: the data folder's
+    /// lock file (`daemon/lock.rs`) already keeps one daemon per database file.
+    pub fn daemon_lock(&self) -> Result<Option<postgres::SessionLock>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(pg) => match pg.try_daemon_lock()? {
+                Some(lock) => Ok(Some(lock)),
+                None => Err(StoreError::DaemonElsewhere { url: pg.url().to_string() }),
+            },
+        }
     }
 
     /// Highest migration version applied to this database.

@@ -159,6 +159,25 @@ impl Pg {
     }
 }
 
+/// The key of the advisory lock a daemon holds on its database: "routines" in ASCII.
+const DAEMON_LOCK_KEY: i64 = 0x726f_7574_696e_6573;
+
+/// A session advisory lock held on a connection of its own for as long as this value lives;
+/// dropping it closes the connection, which releases the lock, as does the end of the process.
+pub struct SessionLock(#[allow(dead_code)] Held);
+
+impl Pg {
+    /// Takes the daemon's advisory lock on this database without waiting: `None` when another
+    /// session (another daemon, on any machine) holds it.
+    pub fn try_daemon_lock(&self) -> Result<Option<SessionLock>, StoreError> {
+        self.call(|c| async move {
+            let row = c.query_one("SELECT pg_try_advisory_lock($1)", &[&DAEMON_LOCK_KEY]).await?;
+            let got: bool = row.get(0);
+            Ok(got.then(|| SessionLock(Held::new(c))))
+        })
+    }
+}
+
 /// A current-thread runtime on a thread of its own, kept until the sender is dropped.
 fn spawn_runtime() -> std::io::Result<(tokio::runtime::Handle, tokio::sync::oneshot::Sender<()>)> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

@@ -83,3 +83,27 @@ async fn an_unreachable_database_is_named_without_its_password() {
     o.code(1).stderr_has(&format!("cannot reach the PostgreSQL database postgres://app:***@127.0.0.1:{port}/routines"));
     assert!(!o.stderr.contains(PASSWORD), "{o}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_on_the_same_database_does_not_start_and_one_may_follow_the_first() {
+    let url = database_url();
+    let port = crate::common::os::free_port();
+    let first = Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{port} }}\n"))
+        .env("ROUTINES_DATABASE_URL", &url);
+    let daemon = first.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+
+    // Another machine: its own folder, the same database.
+    let other_port = crate::common::os::free_port();
+    let second = Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{other_port} }}\n"))
+        .env("ROUTINES_DATABASE_URL", &url);
+    let refused = second.command(["daemon"]).spawn().await.finish(std::time::Duration::from_secs(30)).await;
+    refused.code(1).stderr_has("another routines daemon already runs on the PostgreSQL database");
+    assert!(!refused.stderr.contains(PASSWORD), "{}", refused.stderr);
+
+    // The lock goes with the first daemon, however it ends.
+    let mut daemon = daemon;
+    daemon.kill().await;
+    let again = second.command(["daemon"]).spawn().await;
+    again.wait_for_http(&format!("http://127.0.0.1:{other_port}/healthz"), 200).await;
+}
