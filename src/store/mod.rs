@@ -288,16 +288,45 @@ impl Store {
 
 /// Sets the connection pragmas. `wal` is false for in-memory databases,
 /// which cannot use WAL.
+///
+/// Switching a database to WAL takes an exclusive lock for which SQLite does not always call
+/// the busy handler: twenty processes opening a new database at once saw "database is locked"
+/// here. The mode is therefore only set when it is not WAL already, and a busy answer is
+/// tried again for up to [`BUSY_TIMEOUT`].
 fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     if wal {
-        let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            tracing::warn!(mode, "SQLite refused WAL journal mode (is the database on a network filesystem?)");
+        let started = std::time::Instant::now();
+        loop {
+            match set_wal(conn) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                        && started.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => {
+                    other?;
+                    break;
+                }
+            }
         }
     }
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Puts the database in WAL mode unless it is already.
+fn set_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let current: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+    if current.eq_ignore_ascii_case("wal") {
+        return Ok(());
+    }
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(mode, "SQLite refused WAL journal mode (is the database on a network filesystem?)");
+    }
     Ok(())
 }
 
