@@ -234,13 +234,24 @@ async fn a_delivery_path_from_a_webhook_body_never_writes_the_engines_files() {
         let body = json!({ "name": name }).to_string();
         assert_eq!(c.post(&url).body(body).send().await.unwrap().status(), 202);
     }
+    // A run's end is recorded before its deliveries are attempted: wait for both.
     crate::common::wait::poll(Duration::from_secs(30), Duration::from_millis(50), async || {
-        (p.history(&["hook"]).await.iter().filter(|r| r["status"] != "queued" && r["status"] != "running").count()
-            == names.len())
-        .then_some(())
+        let runs = p.history(&["hook"]).await;
+        if runs.iter().filter(|r| r["status"] == "succeeded").count() != names.len() {
+            return None;
+        }
+        for run in &runs {
+            let show = p.show(run["run_id"].as_i64().unwrap()).await;
+            let deliveries = show["deliveries"].as_array().cloned().unwrap_or_default();
+            if deliveries.is_empty() || deliveries.iter().any(|d| d["status"] == "pending" || d["status"] == "sending")
+            {
+                return None;
+            }
+        }
+        Some(())
     })
     .await
-    .expect("every run finished");
+    .expect("every run finished and attempted its delivery");
     drop(daemon);
     let history = p.history(&["hook"]).await;
     assert!(!p.path().join("routines/evil.yaml").exists(), "a routine file was delivered");
