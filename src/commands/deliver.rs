@@ -10,7 +10,17 @@ use super::print_json;
 use crate::app::{Error, deliverer};
 
 pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(), Error> {
-    let retried = deliverer(config)?.retry(&|d| uncertain || d.status != DeliveryStatus::Uncertain).await?;
+    // Uncertain deliveries left alone, to say so rather than "nothing to deliver".
+    let left = std::sync::atomic::AtomicUsize::new(0);
+    let retried = deliverer(config)?
+        .retry(&|d| {
+            let take = uncertain || d.status != DeliveryStatus::Uncertain;
+            if !take {
+                left.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            take
+        })
+        .await?;
     let mut failed = 0;
     let mut results = Vec::new();
     for r in &retried {
@@ -37,6 +47,13 @@ pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(
     }
     if json_out {
         print_json(&serde_json::Value::Array(results))?;
+    } else if let n @ 1.. = left.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "{} uncertain deliver{} left alone: an attempt was cut off and may have arrived; check, then run \
+             `routines deliver --retry --uncertain` to send again",
+            n,
+            if n == 1 { "y" } else { "ies" }
+        );
     } else if retried.is_empty() {
         eprintln!("nothing to deliver: every delivery has arrived");
     }
