@@ -25,6 +25,43 @@ use std::time::{Duration, Instant};
 const INSTALL: &str = "PostgreSQL is not installed: run `apt-get install postgresql` (the tests need its \
      initdb and postgres, found under /usr/lib/postgresql/VERSION/bin, or set ROUTINES_PG_BIN to that folder)";
 
+/// Why a test server could not be set up. Tests panic with it: it says what to fix.
+#[derive(Debug)]
+pub enum PgSetupError {
+    /// No PostgreSQL installation was found or its programs would not start.
+    NotInstalled(Option<std::io::Error>),
+    /// The tests run as root and there is no user `nobody` to run the server as.
+    NoServerUser,
+    /// A file-system or socket step failed (`what` says which).
+    Io { what: String, source: std::io::Error },
+    /// A PostgreSQL program ran and failed (`what`: the program; `output`: what it printed).
+    Failed { what: String, output: String },
+    /// The server did not accept connections in time.
+    NotReady,
+}
+
+impl std::fmt::Display for PgSetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PgSetupError::NotInstalled(None) => f.write_str(INSTALL),
+            PgSetupError::NotInstalled(Some(e)) => write!(f, "{INSTALL} ({e})"),
+            PgSetupError::NoServerUser => {
+                f.write_str("the tests run as root and there is no user `nobody` to run PostgreSQL as")
+            }
+            PgSetupError::Io { what, source } => write!(f, "{what}: {source}"),
+            PgSetupError::Failed { what, output } => write!(f, "{what} failed: {output}"),
+            PgSetupError::NotReady => f.write_str("postgres did not accept connections within 30 s"),
+        }
+    }
+}
+
+impl std::error::Error for PgSetupError {}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> PgSetupError {
+    let what = what.into();
+    move |source| PgSetupError::Io { what, source }
+}
+
 /// A running server; stopped and its folder removed when dropped.
 pub struct PgServer {
     child: Mutex<Option<Child>>,
@@ -35,31 +72,31 @@ pub struct PgServer {
 }
 
 /// The folder holding `initdb`, `postgres` and `createdb`.
-fn bin_dir() -> Result<PathBuf, String> {
+fn bin_dir() -> Result<PathBuf, PgSetupError> {
     if let Some(dir) = std::env::var_os("ROUTINES_PG_BIN") {
         return Ok(PathBuf::from(dir));
     }
     let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .map_err(|_| INSTALL.to_string())?
+        .map_err(|e| PgSetupError::NotInstalled(Some(e)))?
         .filter_map(|e| e.ok())
         .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path().join("bin"))))
         .filter(|(_, bin)| bin.join("initdb").exists() && bin.join("postgres").exists())
         .collect();
     found.sort();
-    found.pop().map(|(_, bin)| bin).ok_or_else(|| INSTALL.to_string())
+    found.pop().map(|(_, bin)| bin).ok_or(PgSetupError::NotInstalled(None))
 }
 
 /// `(uid, gid)` to run the server as: `nobody` when this process is root, else no change.
-fn server_user() -> Result<Option<(u32, u32)>, String> {
+fn server_user() -> Result<Option<(u32, u32)>, PgSetupError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(None);
     }
-    let name = std::ffi::CString::new("nobody").map_err(|e| e.to_string())?;
+    let name = c"nobody";
     // SAFETY: getpwnam with a valid C string; the result is read at once, before any other call.
     let pw = unsafe { libc::getpwnam(name.as_ptr()) };
     if pw.is_null() {
-        return Err("the tests run as root and there is no user `nobody` to run PostgreSQL as".into());
+        return Err(PgSetupError::NoServerUser);
     }
     // SAFETY: pw is non-null and points to a passwd record.
     Ok(Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) }))
@@ -85,27 +122,27 @@ fn command(program: &Path, user: Option<(u32, u32)>) -> Command {
     cmd
 }
 
-fn chown(path: &Path, user: Option<(u32, u32)>) -> Result<(), String> {
+fn chown(path: &Path, user: Option<(u32, u32)>) -> Result<(), PgSetupError> {
     if let Some((uid, gid)) = user {
-        std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| format!("chown {}: {e}", path.display()))?;
+        std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(io(format!("chown {}", path.display())))?;
     }
     Ok(())
 }
 
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    Ok(listener.local_addr().map_err(|e| e.to_string())?.port())
+fn free_port() -> Result<u16, PgSetupError> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("bind a free port"))?;
+    Ok(listener.local_addr().map_err(io("read the free port"))?.port())
 }
 
 impl PgServer {
     /// initdb, then start the server and wait until it accepts connections.
-    pub fn start() -> Result<PgServer, String> {
+    pub fn start() -> Result<PgServer, PgSetupError> {
         let bin = bin_dir()?;
         let user = server_user()?;
         // A folder `nobody` can reach: $TMPDIR may lie under root's home.
         let base = if user.is_some() { PathBuf::from("/tmp") } else { std::env::temp_dir() };
         let dir = base.join(format!("routines-pg-{}-{}", std::process::id(), NEXT_DIR.fetch_add(1, Ordering::Relaxed)));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
         chown(&dir, user)?;
         let data = dir.join("data");
         let out = command(&bin.join("initdb"), user)
@@ -113,18 +150,15 @@ impl PgServer {
             .arg(&data)
             .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync"])
             .output()
-            .map_err(|e| format!("{INSTALL} ({}: {e})", bin.join("initdb").display()))?;
+            .map_err(|e| PgSetupError::NotInstalled(Some(e)))?;
         if !out.status.success() {
-            return Err(format!(
-                "initdb failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            let output = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            return Err(PgSetupError::Failed { what: "initdb".into(), output });
         }
-        let mut last = String::new();
+        let mut last = PgSetupError::NotReady;
         for _ in 0..5 {
             let port = free_port()?;
-            let log = std::fs::File::create(dir.join("server.log")).map_err(|e| e.to_string())?;
+            let log = std::fs::File::create(dir.join("server.log")).map_err(io("create server.log"))?;
             chown(&dir.join("server.log"), user)?;
             let child = command(&bin.join("postgres"), user)
                 .arg("-D")
@@ -133,10 +167,10 @@ impl PgServer {
                 .arg(&dir)
                 .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off"])
                 .args(["-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=32MB"])
-                .stdout(log.try_clone().map_err(|e| e.to_string())?)
+                .stdout(log.try_clone().map_err(io("share server.log"))?)
                 .stderr(log)
                 .spawn()
-                .map_err(|e| format!("{INSTALL} ({e})"))?;
+                .map_err(|e| PgSetupError::NotInstalled(Some(e)))?;
             let server = PgServer {
                 child: Mutex::new(Some(child)),
                 dir: dir.clone(),
@@ -156,7 +190,7 @@ impl PgServer {
         Err(last)
     }
 
-    fn wait_ready(&self) -> Result<(), String> {
+    fn wait_ready(&self) -> Result<(), PgSetupError> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(mut guard) = self.child.lock()
@@ -164,7 +198,7 @@ impl PgServer {
                 && let Ok(Some(status)) = child.try_wait()
             {
                 let log = std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
-                return Err(format!("postgres exited with {status}: {log}"));
+                return Err(PgSetupError::Failed { what: format!("postgres ({status})"), output: log });
             }
             let ready = Command::new(self.bin.join("pg_isready"))
                 .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
@@ -175,18 +209,19 @@ impl PgServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err("postgres did not accept connections within 30 s".into())
+        Err(PgSetupError::NotReady)
     }
 
     /// A new empty database; returns its URL.
-    pub fn database(&self) -> Result<String, String> {
+    pub fn database(&self) -> Result<String, PgSetupError> {
         let name = format!("t{}", self.next_db.fetch_add(1, Ordering::Relaxed));
         let out = Command::new(self.bin.join("createdb"))
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres", &name])
             .output()
-            .map_err(|e| format!("createdb: {e}"))?;
+            .map_err(io("run createdb"))?;
         if !out.status.success() {
-            return Err(format!("createdb {name} failed: {}", String::from_utf8_lossy(&out.stderr)));
+            let output = String::from_utf8_lossy(&out.stderr).into_owned();
+            return Err(PgSetupError::Failed { what: format!("createdb {name}"), output });
         }
         Ok(self.url(&name))
     }
@@ -204,6 +239,8 @@ impl PgServer {
                 // SAFETY: signalling our own child.
                 unsafe { libc::kill(pid, libc::SIGINT) };
             }
+            // Runs in an atexit hook too, where starting a thread to wait is unsafe: poll the
+            // exit, bounded, then SIGKILL.
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -229,7 +266,7 @@ impl Drop for PgServer {
 }
 
 static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
-static SHARED: OnceLock<Result<PgServer, String>> = OnceLock::new();
+static SHARED: OnceLock<Result<PgServer, PgSetupError>> = OnceLock::new();
 
 extern "C" fn stop_shared() {
     if let Some(Ok(server)) = SHARED.get() {
@@ -250,7 +287,7 @@ pub fn shared() -> &'static PgServer {
                 std::thread::park();
             }
         });
-        let server = rx.recv().unwrap_or_else(|_| Err("the thread starting PostgreSQL died".into()));
+        let server = rx.recv().unwrap_or_else(|_| Err(PgSetupError::NotReady));
         if server.is_ok() {
             // SAFETY: registers a plain function to run at exit.
             unsafe { libc::atexit(stop_shared) };
