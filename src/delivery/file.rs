@@ -62,6 +62,10 @@ pub fn resolve(
 
 /// Writes the file; returns a description for the history.
 pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
+    let io = |source| DeliveryError::Write { shown: p.shown.clone(), source };
+    // The file is read, changed and replaced whole: another writer of it (a second run, a
+    // second node sharing the folder) must wait, or one of the two appended lines is lost.
+    let _lock = lock_folder(p.path.parent().unwrap_or(Path::new("."))).map_err(io)?;
     let existing = std::fs::read(&p.path);
     let data = match (p.mode, existing) {
         (FileModeName::Create, Ok(_)) => {
@@ -76,8 +80,29 @@ pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
         }
         _ => p.content.as_bytes().to_vec(),
     };
-    write_atomic(&p.path, &data).map_err(|source| DeliveryError::Write { shown: p.shown.clone(), source })?;
+    write_atomic(&p.path, &data).map_err(io)?;
     Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
+}
+
+/// An exclusive `flock` on a folder, released when dropped. The folder, not the file, is
+/// locked: the file is replaced by a rename, so a lock on it would lock the old inode.
+struct FolderLock(#[allow(dead_code)] std::fs::File);
+
+/// Creates `dir` if needed and waits for its lock.
+fn lock_folder(dir: &Path) -> std::io::Result<FolderLock> {
+    use std::os::fd::AsRawFd;
+    std::fs::create_dir_all(dir)?;
+    let folder = std::fs::File::open(dir)?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(FolderLock(folder));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 /// Whether it may be written again after an attempt that was cut off without ever being
@@ -118,6 +143,36 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
         deliver(&mk(FileModeName::Overwrite, "three")).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "three");
+    }
+
+    #[test]
+    fn appends_at_the_same_time_keep_every_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out/log.md");
+        let writers: Vec<_> = (0..4)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        let p = FilePayload {
+                            path: path.clone(),
+                            shown: "out/log.md".into(),
+                            mode: FileModeName::Append,
+                            content: format!("{w} {i}\n"),
+                        };
+                        deliver(&p).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_unstable();
+        lines.dedup();
+        assert_eq!(lines.len(), 400, "lines were lost");
     }
 
     #[test]
