@@ -141,6 +141,12 @@ pub enum Command {
     /// lines, [y/N/a] confirmations. Ctrl-C cancels the current answer;
     /// /image PATH attaches an image to the next message; /exit or Ctrl-D leaves.
     Chat,
+    /// The nodes of a cluster sharing a PostgreSQL store: id, host, version, last heartbeat,
+    /// runs in flight.
+    Cluster {
+        #[arg(long)]
+        json: bool,
+    },
     /// The skills in skills_dir: name, description, folder. With NAME, its SKILL.md.
     Skills {
         /// The skill whose SKILL.md to print.

@@ -62,6 +62,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Deliver { retry: _, uncertain, json } => commands::deliver::retry(&config()?, uncertain, json).await,
         Command::Chat => chat::run(config()?).await,
+        Command::Cluster { json } => commands::cluster::run(&config()?, json),
         Command::Skills { name, json } => commands::skills::run(&config()?, name.as_deref(), json),
         Command::Eval { suite, json } => commands::eval::run(config()?, &cwd, suite.as_deref(), json).await,
         Command::Pause { name, json } => commands::pause::pause(&config()?, &name, json),

@@ -64,6 +64,12 @@ pub enum Error {
         "unknown status `{0}`; use one of: succeeded, silent, failed, timed_out, skipped, interrupted, running, queued"
     )]
     UnknownStatus(String),
+    /// `cluster` with the state in SQLite: one daemon per data folder, no nodes to list.
+    #[error(
+        "`routines cluster` lists the daemons sharing a PostgreSQL database, and this config keeps its state in \
+         SQLite ({0}); set ${1} to a postgres:// URL to run daemons on several machines (SPEC §12)"
+    )]
+    NoCluster(String, String),
     /// `show` with an id no run has.
     #[error("no run with id {0}; see `routines history`")]
     NoRun(i64),
@@ -153,6 +159,7 @@ impl Error {
             | Error::InvalidRoutine { .. }
             | Error::UnknownStatus(_)
             | Error::NoRun(_)
+            | Error::NoCluster(..)
             | Error::Problems { .. }
             | Error::Suite(_) => 2,
             Error::Skipped { .. } => 3,

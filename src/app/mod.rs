@@ -56,7 +56,9 @@ pub fn routines(config: &Config) -> LoadedRoutines {
 pub fn open_store(config: &Config) -> Result<Store, Error> {
     let redactor = Redactor::for_config(config, &ProcessEnv);
     let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
-    Ok(Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor)))
+    let store = Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor));
+    store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew.get());
+    Ok(store)
 }
 
 /// The delivery stage alone, for attempting recorded deliveries again: no

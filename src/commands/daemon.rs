@@ -16,7 +16,6 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let lock = DaemonLock::acquire(&config.data_dir).map_err(DaemonError::from)?;
     let loaded = routines(&config);
     let engine = engine(config, true)?;
-    let db_lock = engine.store.daemon_lock().map_err(DaemonError::from)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;
     let mut interrupt = signal(SignalKind::interrupt()).map_err(Error::Signals)?;
     // The first SIGTERM or SIGINT stops in order; a second one cuts the grace period short.
@@ -38,7 +37,6 @@ pub async fn run(config: Config) -> Result<(), Error> {
         }
     });
     service::run(engine, loaded, Arc::new(SystemClock), stop.cancelled_owned(), hurry).await?;
-    drop(db_lock);
     drop(lock);
     Ok(())
 }

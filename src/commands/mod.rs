@@ -1,5 +1,6 @@
 //! One module per command family of the binary.
 
+pub mod cluster;
 pub mod completions;
 pub mod daemon;
 pub mod deliver;

@@ -110,6 +110,7 @@ pub struct Config {
     pub limits: LimitSettings,
     pub history: super::HistorySettings,
     pub store: super::StoreSettings,
+    pub cluster: super::ClusterSettings,
     pub heartbeat: HeartbeatSettings,
     /// Names of every environment variable the config reads secrets from;
     /// their values are redacted wherever output is recorded.
@@ -407,6 +408,19 @@ fn resolve(
         }
     }
     check_env_name(&raw.store.url_env, &mut |m, h| problem(&["store", "url_env"], m, h));
+    if raw.cluster.lease.get() < std::time::Duration::from_secs(1) {
+        problem(
+            &["cluster", "lease"],
+            format!("lease {} is too short: a node renews it every third of it", raw.cluster.lease),
+            Some("use at least 1s; the default is 30s".into()),
+        );
+    } else if raw.cluster.max_skew.get() >= raw.cluster.lease.get() {
+        problem(
+            &["cluster", "max_skew"],
+            format!("max_skew {} must be shorter than lease {}", raw.cluster.max_skew, raw.cluster.lease),
+            Some("the default is max_skew 5s with lease 30s".into()),
+        );
+    }
     let mut secret_vars = vec![p.api_key_env.clone(), raw.store.url_env.clone()];
     secret_vars.extend(raw.server.token_env.iter().cloned());
     if let Some(smtp) = raw.mail.as_ref().and_then(|m| m.smtp.as_ref()) {
@@ -459,6 +473,7 @@ fn resolve(
         limits: raw.limits,
         history: raw.history,
         store: raw.store,
+        cluster: raw.cluster,
         heartbeat: raw.heartbeat,
         secret_vars,
         inline_routines: raw.routines,

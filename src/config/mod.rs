@@ -97,6 +97,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub store: StoreSettings,
     #[serde(default)]
+    pub cluster: ClusterSettings,
+    #[serde(default)]
     pub heartbeat: HeartbeatSettings,
     /// Routines written inline, besides the files in `routines_dir`.
     #[serde(default)]
@@ -350,6 +352,34 @@ impl Default for StoreSettings {
 
 fn default_url_env() -> String {
     "ROUTINES_DATABASE_URL".into()
+}
+
+/// Daemons sharing a PostgreSQL store (SPEC §12); ignored with SQLite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// How long a node counts as alive after its last heartbeat (it renews every third of
+    /// this). Its queued and running fires are taken over by another node once it lapses.
+    #[serde(default = "default_lease")]
+    pub lease: Duration,
+    /// The most the clocks of two nodes may differ; a node whose clock is further from the
+    /// database's logs a warning at each heartbeat.
+    #[serde(default = "default_max_skew")]
+    pub max_skew: Duration,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings { lease: default_lease(), max_skew: default_max_skew() }
+    }
+}
+
+fn default_lease() -> Duration {
+    Duration::from_secs(30)
+}
+
+fn default_max_skew() -> Duration {
+    Duration::from_secs(5)
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -15,6 +15,7 @@
 //! - On SIGINT/SIGTERM nothing new starts; running runs get a grace period,
 //!   then are cancelled and recorded `interrupted` for the next start.
 
+pub mod cluster;
 mod db_watch;
 pub mod dispatch;
 mod error;
@@ -83,16 +84,7 @@ impl Scheduler {
     /// `catch_up_window`); fires an earlier daemon queued are resumed.
     pub fn recover(&self) -> Result<(), StoreError> {
         let store = &self.dispatcher.engine.store;
-        let now = self.clock.now();
-        let requeued = store.requeue_interrupted(&|name, attempt, scheduled_for| {
-            let Some(r) = self.dispatcher.routine(name) else { return false };
-            let window = chrono::Duration::from_std(r.spec.catch_up_window.get()).unwrap_or(chrono::Duration::MAX);
-            let fresh = scheduled_for.is_none_or(|at| now.signed_duration_since(at) <= window);
-            r.spec.enabled && attempt < r.spec.retry.attempts && fresh
-        })?;
-        for id in &requeued {
-            tracing::warn!(run_id = id, "Run {id} was interrupted; it is queued again as its next attempt.");
-        }
+        self.dispatcher.requeue_interrupted()?;
         let queued = store.adopt_queued()?;
         let count: usize = queued.values().sum();
         if count > 0 {
@@ -187,6 +179,7 @@ impl Scheduler {
                     routine: routine.name.clone(),
                     trigger: TriggerContext::Schedule { kind: instant.kind, scheduled_for: instant.utc() },
                     catch_up,
+                    key: None,
                 });
             }
             if let Some(newest) = p.newest {
@@ -278,8 +271,15 @@ impl Scheduler {
                     Some(Signal::Reload(loaded)) => self.reload(loaded),
                     Some(Signal::Fire(fire)) => {
                         let routine = fire.routine.clone();
-                        if let Err(e) = self.dispatcher.accept(fire) {
-                            tracing::error!(routine = %routine, error = %e, "Could not queue a fire.");
+                        let key = fire.key.clone();
+                        match self.dispatcher.accept(fire) {
+                            Ok(dispatch::Accepted::Duplicate) => tracing::info!(
+                                routine = %routine,
+                                key = key.as_deref().unwrap_or_default(),
+                                "This file change was already fired (by another node sharing the folder); not fired again."
+                            ),
+                            Ok(_) => {}
+                            Err(e) => tracing::error!(routine = %routine, error = %e, "Could not queue a fire."),
                         }
                     }
                     None => {}

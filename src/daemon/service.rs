@@ -46,6 +46,8 @@ pub async fn run(
         tracing::warn!("{d}");
     }
     scheduler.set_routines(loaded.routines)?;
+    // A node of a cluster is one before it takes any work (SPEC §12).
+    engine.store.join_cluster()?;
     scheduler.recover()?;
     release_freed_memory();
     let routines = dispatcher.routines.read().map(|m| m.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
@@ -60,8 +62,9 @@ pub async fn run(
     let forward = signals_tx.clone();
     tokio::spawn(async move {
         while let Some(f) = files_rx.recv().await {
+            let key = f.key();
             let trigger = TriggerContext::File(FileContext { path: f.path, event: f.event });
-            let fire = IncomingFire { routine: f.routine, trigger, catch_up: false };
+            let fire = IncomingFire { routine: f.routine, trigger, catch_up: false, key };
             if forward.send(Signal::Fire(fire)).is_err() {
                 return;
             }
@@ -120,6 +123,12 @@ pub async fn run(
         server_stop.clone(),
     ));
 
+    // In a cluster: the work of nodes whose lease lapsed, taken over.
+    let sweeps = engine.store.is_shared().then(|| {
+        let every = super::cluster::sweep_interval(config.cluster.lease.get());
+        tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, server_stop.clone()))
+    });
+
     // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),
     // and greetings at the day's planned times.
     let beats = config.heartbeat.enabled.then(|| {
@@ -169,11 +178,14 @@ pub async fn run(
     drop(reload_watch);
     server_stop.cancel();
     let _ = retries.await;
-    for task in [beats, greetings].into_iter().flatten() {
+    for task in [beats, greetings, sweeps].into_iter().flatten() {
         let _ = task.await;
     }
     scheduler.on_change = None;
     dispatcher.shut_down(config.limits.shutdown_grace.get(), &hurry).await;
+    if let Err(e) = engine.store.leave_cluster() {
+        tracing::warn!(error = %e, "Could not leave the cluster; other nodes take this node's queued fires once its lease lapses.");
+    }
     match tokio::time::timeout(Duration::from_secs(5), server).await {
         Ok(Ok(Err(e))) => tracing::warn!(error = %e, "The webhook listener stopped with an error."),
         Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),
@@ -319,8 +331,12 @@ impl Intake for DaemonIntake {
                 retry_after: 10,
             });
         }
-        let fire =
-            IncomingFire { routine: routine.to_string(), trigger: TriggerContext::Webhook(request), catch_up: false };
+        let fire = IncomingFire {
+            routine: routine.to_string(),
+            trigger: TriggerContext::Webhook(request),
+            catch_up: false,
+            key: None,
+        };
         let (reply, result) = oneshot::channel();
         let unavailable = || IntakeError::Unavailable("the daemon is stopping".into());
         self.writer.send((fire, reply)).await.map_err(|_| unavailable())?;

@@ -24,6 +24,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (8, V8_EARLIER),
     (9, V9_DELIVERY_CLAIMS),
     (10, V10_QUEUED),
+    (11, V11_CLUSTER),
 ];
 
 /// Highest schema version this binary understands.
@@ -73,6 +74,28 @@ CREATE INDEX deliveries_by_status ON deliveries (status);
 /// fire one index entry, removed when the run starts.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// Cluster of daemons on one database (SPEC §12; used on PostgreSQL, kept alike here):
+/// - `runs.fire_key`: the identity of a fire that has no instant, unique per routine. A file
+///   event's is its path with the file's size and mtime, so two nodes that see the same file
+///   change claim it once.
+/// - `nodes`: each process that owns runs, its host and its last heartbeat; a run whose owner's
+///   lease lapsed is taken over by another node.
+const V11_CLUSTER: &str = r#"
+ALTER TABLE runs ADD COLUMN fire_key TEXT;
+CREATE UNIQUE INDEX runs_fire_key ON runs (routine, fire_key) WHERE fire_key IS NOT NULL;
+CREATE TABLE nodes (
+    id           INTEGER PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          INTEGER NOT NULL,
+    version      TEXT NOT NULL,
+    role         TEXT NOT NULL,
+    started_at   TEXT NOT NULL,
+    heartbeat    TEXT NOT NULL,
+    lease_ms     INTEGER NOT NULL,
+    skew_ms      INTEGER NOT NULL DEFAULT 0
+);
 "#;
 
 /// How each earlier attempt of a run ended (one line each, oldest first), so a run that

@@ -16,6 +16,7 @@
 //! and a `Z` suffix (see [`to_db_time`]), so text order is time order.
 
 mod claim;
+mod cluster;
 mod deliveries;
 mod greetings;
 mod history;
@@ -42,6 +43,7 @@ use rusqlite::Connection;
 use rusqlite::types::Type;
 
 pub use claim::Claim;
+pub use cluster::NodeRow;
 pub use deliveries::{DeliveryRow, DeliveryStatus, NewDelivery, Recorded};
 pub use greetings::GreetingRun;
 pub use history::{RunDetail, RunFilter};
@@ -117,14 +119,12 @@ pub enum StoreError {
     PostgresMigration { version: i64, cause: tokio_postgres::Error },
     #[error("a value in the database is unreadable: {0}; it was written by another program or edited by hand")]
     Unreadable(String),
-    /// Another daemon holds this PostgreSQL database. Several daemons sharing one database
-    /// (SPEC §12) need leases and queue claims across nodes that are not built yet; until then
-    /// a second one would take the first one's queued fires, so it does not start.
+    /// The run's node lost its lease and another node took the run over (SPEC §12).
     #[error(
-        "another routines daemon already runs on the PostgreSQL database {url}; running several daemons on one \
-         database (a cluster, SPEC §12) is not supported yet: stop the other one, or give this one its own database"
+        "run {0} was taken over by another node after this node's lease lapsed (its heartbeat did not reach the \
+         database in time); this attempt's result is not recorded and nothing is delivered for it"
     )]
-    DaemonElsewhere { url: String },
+    TakenOver(i64),
     /// A caller asked for the SQLite connection of a PostgreSQL store.
     #[error("internal error: SQLite access asked of a PostgreSQL store (a bug in routines; please report it)")]
     NotSqlite,
@@ -252,20 +252,6 @@ impl Store {
     /// PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
         matches!(self.backend, Backend::Sqlite(_)).then_some(self.path.as_path())
-    }
-
-    /// One daemon per database: on PostgreSQL, a session advisory lock held (on a connection
-    /// of its own) until the returned value is dropped or the process ends; a second daemon
-    /// anywhere gets [`StoreError::DaemonElsewhere`]. SQLite needs none here: the data folder's
-    /// lock file (`daemon/lock.rs`) already keeps one daemon per database file.
-    pub fn daemon_lock(&self) -> Result<Option<postgres::SessionLock>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(_) => Ok(None),
-            Backend::Postgres(pg) => match pg.try_daemon_lock()? {
-                Some(lock) => Ok(Some(lock)),
-                None => Err(StoreError::DaemonElsewhere { url: pg.url().to_string() }),
-            },
-        }
     }
 
     /// Highest migration version applied to this database.
@@ -397,6 +383,7 @@ mod tests {
                 "greeting_plans",
                 "memories",
                 "memories_fts",
+                "nodes",
                 "routine_state",
                 "run_events",
                 "run_hours",

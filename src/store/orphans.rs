@@ -40,6 +40,12 @@ impl Store {
     /// This process's owner id for runs in this database, its lock taken on first use; `None`
     /// for an in-memory database or when the lock cannot be made (then the pid decides).
     pub(super) fn owner_id(&self) -> Option<i64> {
+        if let Some(pg) = self.postgres() {
+            // On a shared database the owner is a node: its heartbeat, not a lock file on one
+            // machine, says whether it lives.
+            pg.be_present(own_id());
+            return Some(own_id());
+        }
         let dir = self.owners_dir()?;
         let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
         if !held.iter().any(|(d, _)| *d == dir) {
@@ -57,6 +63,10 @@ impl Store {
     /// Whether the owner of a run still runs: its lock is held (`owner`), or, for runs without
     /// one, its process `pid` exists.
     pub fn owner_alive(&self, owner: Option<i64>, pid: Option<u32>) -> bool {
+        if let (Some(pg), Some(id)) = (self.postgres(), owner) {
+            // Cannot tell: alive, rather than run its work twice.
+            return id == own_id() || pg.node_alive(id).unwrap_or(true);
+        }
         match (owner, self.owners_dir()) {
             (Some(id), _) if id == own_id() => true,
             (Some(id), Some(dir)) => lock_held(&dir.join(format!("{id}.lock"))),
@@ -73,7 +83,7 @@ impl Store {
 static HELD: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
 
 /// This process's owner id: random, positive, drawn once.
-fn own_id() -> i64 {
+pub(super) fn own_id() -> i64 {
     static ID: OnceLock<i64> = OnceLock::new();
     *ID.get_or_init(|| i64::try_from(rand::random::<u64>() >> 2).unwrap_or(1).max(1))
 }

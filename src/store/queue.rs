@@ -4,8 +4,9 @@
 //! the database until its run starts, when [`Store::queued_trigger`] reads it back).
 //!
 //! A daemon's fire is a row with `kind = 'routine'` and a trigger other than `manual`
-//! (`routines run` waits for its own runs). The lock on the data folder means one daemon
-//! owns all of them.
+//! (`routines run` waits for its own runs). With SQLite the lock on the data folder means one
+//! daemon owns all of them; on a shared PostgreSQL database each node takes the ones it reads
+//! (`owner`), and gives them back when it stops or dies.
 
 use std::collections::HashMap;
 
@@ -58,11 +59,14 @@ impl Store {
     }
 
     /// Up to `limit` queued fires with an id above `after` that may start at `now` (no
-    /// `not_before`, or one that has passed), oldest first.
+    /// `not_before`, or one that has passed), oldest first. On a shared database they are
+    /// taken for this node's window: no other node reads them until this one ends or dies
+    /// (see `postgres/cluster.rs`, `claim_due`).
     pub fn due_fires(&self, after: i64, now: DateTime<Utc>, limit: usize) -> Result<Vec<QueuedFire>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         if let Some(pg) = self.postgres() {
-            return pg.due_fires(after, now, limit);
+            let me = self.owner_id().unwrap_or_else(super::orphans::own_id);
+            return pg.claim_due(me, after, now, limit);
         }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(&format!(
@@ -146,19 +150,27 @@ impl Store {
 mod tests {
     use super::*;
     use crate::store::NewFire;
-    use crate::store::testing::each_backend;
+    use crate::store::testing::{Kind, each_backend};
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
     }
 
     fn fire<'a>(routine: &'a str, context: &'a str, not_before: Option<DateTime<Utc>>) -> NewFire<'a> {
-        NewFire { routine, trigger: "webhook", scheduled_for: None, context, not_before, skip_if_active: None }
+        NewFire {
+            routine,
+            trigger: "webhook",
+            scheduled_for: None,
+            context,
+            not_before,
+            skip_if_active: None,
+            key: None,
+        }
     }
 
     #[test]
     fn due_fires_come_oldest_first_without_their_context_and_after_their_not_before() {
-        each_backend(|_kind, _dir, store| {
+        each_backend(|kind, _dir, store| {
             let body = format!(r#"{{"body":"{}"}}"#, "b".repeat(1000));
             let later = at("2030-01-01T00:10:00Z");
             let ids: Vec<i64> = [fire("a", &body, None), fire("b", &body, Some(later)), fire("a", &body, None)]
@@ -169,10 +181,12 @@ mod tests {
             let due = store.due_fires(0, now, 10).unwrap();
             assert_eq!(due.iter().map(|f| f.run_id).collect::<Vec<_>>(), [ids[0], ids[2]]);
             assert_eq!(due[0].routine, "a");
-            assert_eq!(store.due_fires(ids[0], now, 10).unwrap().len(), 1);
-            assert_eq!(store.due_fires(0, now, 1).unwrap().len(), 1);
+            // On a shared database a fire read is this node's: read again, it is not there.
+            let again = |n: usize| if kind == Kind::Sqlite { n } else { 0 };
+            assert_eq!(store.due_fires(ids[0], now, 10).unwrap().len(), again(1));
+            assert_eq!(store.due_fires(0, now, 1).unwrap().len(), again(1));
             assert_eq!(store.next_not_before(now).unwrap(), Some(later));
-            assert_eq!(store.due_fires(0, later, 10).unwrap().len(), 3);
+            assert_eq!(store.due_fires(0, later, 10).unwrap().len(), again(2) + 1);
             assert_eq!(store.next_not_before(later).unwrap(), None);
             let trigger = store.queued_trigger(ids[1]).unwrap().unwrap();
             assert_eq!((trigger.kind.as_str(), trigger.context.as_deref()), ("webhook", Some(body.as_str())));

@@ -28,6 +28,8 @@ pub mod reason {
     pub const REMOVED: &str = "removed";
     /// Skipped: the routine was paused (`routines pause`).
     pub const PAUSED: &str = "paused";
+    /// The run's node lost its lease and another node took the run over (SPEC §12).
+    pub const TAKEN_OVER: &str = "taken_over";
 }
 
 /// Whether an interrupted fire of `routine`, at `attempt`, scheduled for
@@ -51,6 +53,9 @@ pub struct NewFire<'a> {
     /// process's, such as `routines run`), the fire is recorded skipped with this why instead,
     /// in the same transaction as the claim.
     pub skip_if_active: Option<&'a str>,
+    /// The identity of a fire without an instant (a file event: its path, size and mtime),
+    /// unique per routine like an instant: a second claim of it is a duplicate.
+    pub key: Option<&'a str>,
 }
 
 /// What became of one claimed fire.
@@ -120,9 +125,10 @@ impl Store {
                     context: context.into_owned(),
                     not_before: f.not_before.map(to_db_time),
                     skip_if_active: f.skip_if_active.map(str::to_string),
+                    key: f.key.map(str::to_string),
                 })
                 .collect();
-            return pg.claim_fires(fires, owner);
+            return pg.claim_fires(fires);
         }
         self.with_conn(|c| {
             let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
@@ -134,22 +140,29 @@ impl Store {
                 )?;
                 let mut skipped = tx.prepare_cached(
                     "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, finished_at, reason,
-                                       error)
-                     VALUES ('routine', ?1, ?2, ?3, 'skipped', ?4, ?4, 'overlap', ?5)
-                     ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                                       error, fire_key)
+                     VALUES ('routine', ?1, ?2, ?3, 'skipped', ?4, ?4, 'overlap', ?5, ?6)
+                     ON CONFLICT DO NOTHING RETURNING id",
                 )?;
                 let mut stmt = tx.prepare_cached(
                     "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
-                                       pid, not_before, owner)
-                     VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                                       pid, not_before, owner, fire_key)
+                     VALUES ('routine', ?1, ?2, ?3, 'queued', ?4, ?5, ?6, ?7, ?8, ?9)
+                     ON CONFLICT DO NOTHING RETURNING id",
                 )?;
                 for (fire, context) in fires.iter().zip(&contexts) {
                     if let Some(why) = fire.skip_if_active {
                         if active.query_row([fire.routine], |r| r.get::<_, bool>(0))? {
                             let id: Option<i64> = skipped
                                 .query_row(
-                                    params![fire.routine, fire.trigger, fire.scheduled_for.map(to_db_time), now, why],
+                                    params![
+                                        fire.routine,
+                                        fire.trigger,
+                                        fire.scheduled_for.map(to_db_time),
+                                        now,
+                                        why,
+                                        fire.key
+                                    ],
                                     |r| r.get(0),
                                 )
                                 .optional()?;
@@ -168,6 +181,7 @@ impl Store {
                                 pid,
                                 fire.not_before.map(to_db_time),
                                 owner,
+                                fire.key,
                             ],
                             |r| r.get(0),
                         )
@@ -326,8 +340,7 @@ impl Store {
             let mut requeued = Vec::new();
             for (id, routine, attempt, scheduled_for) in pg.interrupted_fires()? {
                 let again = attempts_left(&routine, attempt, scheduled_for);
-                pg.requeue(id, again, self.owner_id())?;
-                if again {
+                if pg.requeue(id, again)? && again {
                     requeued.push(id);
                 }
             }

@@ -382,6 +382,7 @@ fn record(store: &Store, plan: &Plan) -> i64 {
             context: &plan.context,
             not_before: None,
             skip_if_active: None,
+            key: None,
         };
         store.claim_fire(&fire).unwrap().unwrap()
     } else {

@@ -372,6 +372,7 @@ async fn a_run_interrupted_by_a_crash_is_retried_per_its_policy_at_the_next_star
                 context: "{}",
                 not_before: None,
                 skip_if_active: None,
+                key: None,
             })
             .unwrap()
             .unwrap();

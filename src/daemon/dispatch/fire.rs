@@ -46,6 +46,10 @@ impl Dispatcher {
         }
         if started {
             self.executing.fetch_sub(1, Ordering::SeqCst);
+            if self.cluster {
+                // A slot is free: take the next fire of the cluster's queue.
+                self.wake_pump();
+            }
         } else {
             self.less_pending(1);
             self.free_place();

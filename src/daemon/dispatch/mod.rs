@@ -13,6 +13,7 @@
 //! the next one adopts them.
 
 mod fire;
+mod takeover;
 #[cfg(test)]
 mod tests;
 mod window;
@@ -49,6 +50,9 @@ pub struct IncomingFire {
     /// One of several instants caught up at once: never skipped or
     /// replaced by `overlap`; they run one after another.
     pub catch_up: bool,
+    /// The identity of a fire without an instant (a file event's path, size and mtime): a
+    /// second fire with the same key, from this node or another, is a duplicate.
+    pub key: Option<String>,
 }
 
 /// What became of a fire.
@@ -72,6 +76,10 @@ pub struct Dispatcher {
     changed: Notify,
     /// Queued fires held in memory at most.
     window: usize,
+    /// The store is shared with other nodes (PostgreSQL, SPEC §12): every queued fire enters
+    /// the window through the pump's claim, and the pump also reads at intervals, for fires
+    /// other nodes queued or gave back.
+    cluster: bool,
     /// Wakes the task that reads fires from the database into the window.
     pump: Notify,
     pump_started: AtomicBool,
@@ -92,6 +100,7 @@ impl Dispatcher {
     /// `limits.queue_window` queued fires of the engine's config in memory.
     pub fn new(engine: Arc<Engine>, clock: Arc<dyn Clock>, max_concurrent: usize) -> Arc<Self> {
         let window = engine.config.limits.queue_window();
+        let cluster = engine.store.is_shared();
         Arc::new(Dispatcher {
             engine,
             routines: RwLock::new(HashMap::new()),
@@ -99,6 +108,7 @@ impl Dispatcher {
             state: Mutex::new(State::new(max_concurrent)),
             changed: Notify::new(),
             window,
+            cluster,
             pump: Notify::new(),
             pump_started: AtomicBool::new(false),
             closing: CancellationToken::new(),
@@ -244,6 +254,7 @@ impl Dispatcher {
                 context,
                 not_before: *not_before,
                 skip_if_active: why.as_deref(),
+                key: fires[*i].key.as_deref(),
             })
             .collect();
         let claimed = match self.engine.store.claim_fires(&claims) {
@@ -292,12 +303,13 @@ impl Dispatcher {
                 scheduled_for: fires[i].trigger.scheduled_for(),
                 not_before,
             };
-            if state.may_hold(&fire, now, self.window) {
+            if !self.cluster && state.may_hold(&fire, now, self.window) {
                 state.hold(&fire, cancel.clone());
                 self.promote(&mut state, &fire.routine);
                 start.push((fire, cancel));
             } else {
-                rearm |= state.spill(&fire, now);
+                // In a cluster the pump claims it, here or on another node.
+                rearm |= state.spill(&fire, now) || self.cluster;
             }
         }
         state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));

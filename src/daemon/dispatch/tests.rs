@@ -50,7 +50,7 @@ fn webhook(i: usize) -> IncomingFire {
         body,
         json: None,
     };
-    IncomingFire { routine: "hook".into(), trigger: TriggerContext::Webhook(request), catch_up: false }
+    IncomingFire { routine: "hook".into(), trigger: TriggerContext::Webhook(request), catch_up: false, key: None }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

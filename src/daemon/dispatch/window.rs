@@ -31,6 +31,10 @@ const MAX_NAP: Duration = Duration::from_secs(60);
 /// How long the pump waits before reading again after the database failed it.
 const RETRY_AFTER_ERROR: chrono::Duration = chrono::Duration::seconds(1);
 
+/// In a cluster, how often the pump reads the queue although nothing woke it: fires another
+/// node queued for a routine this node holds, or gave back when it stopped or died.
+const CLUSTER_POLL: Duration = Duration::from_secs(1);
+
 /// What the dispatcher knows of the queue, under one lock.
 #[derive(Debug)]
 pub(super) struct State {
@@ -153,6 +157,14 @@ impl State {
 }
 
 impl Dispatcher {
+    /// How many more fires the pump may read into the window now. In a cluster, no more than
+    /// this node can start soon (its free slots): what it cannot start stays in the queue for
+    /// the other nodes.
+    fn room(&self, state: &State) -> usize {
+        let room = self.window.saturating_sub(state.loaded);
+        if self.cluster { room.min(state.free_slots.saturating_sub(state.loaded)) } else { room }
+    }
+
     /// Wakes the pump (starting it the first time).
     pub(super) fn wake_pump(self: &Arc<Self>) {
         if !self.pump_started.swap(true, Ordering::SeqCst) {
@@ -183,7 +195,10 @@ impl Dispatcher {
             if self.closing.is_cancelled() {
                 return;
             }
-            let nap = self.refill().map(|at| (at - self.clock.now()).to_std().unwrap_or_default().min(MAX_NAP));
+            let mut nap = self.refill().map(|at| (at - self.clock.now()).to_std().unwrap_or_default().min(MAX_NAP));
+            if self.cluster {
+                nap = Some(nap.map_or(CLUSTER_POLL, |n| n.min(CLUSTER_POLL)));
+            }
             tokio::select! {
                 () = self.pump.notified() => {}
                 () = async {
@@ -193,6 +208,11 @@ impl Dispatcher {
                     }
                 } => {}
                 () = self.closing.cancelled() => return,
+            }
+            if self.cluster
+                && let Ok(mut state) = self.state.lock()
+            {
+                state.look_again();
             }
         }
     }
@@ -211,8 +231,8 @@ impl Dispatcher {
             }
             let mut read_all = false;
             let mut failed = false;
-            while state.backlog && state.loaded < self.window {
-                let room = self.window - state.loaded;
+            while state.backlog && self.room(&state) > 0 {
+                let room = self.room(&state);
                 let fires = match store.due_fires(state.cursor, now, room) {
                     Ok(fires) => fires,
                     Err(e) => {
@@ -238,6 +258,17 @@ impl Dispatcher {
                     self.promote(&mut state, &fire.routine);
                     start.push((fire, cancel));
                 }
+            }
+            if self.cluster && read_all {
+                // Every fire this node may take was read: those left belong to other nodes
+                // (they hold the routine) or wait for their time. Counted here are only the
+                // fires in memory that have not started.
+                state.lanes.retain(|_, lane| {
+                    lane.unloaded = 0;
+                    !lane.is_empty()
+                });
+                self.pending.store(state.loaded, Ordering::SeqCst);
+                resynced = true;
             }
             if failed {
                 state.next_due = Some(now + RETRY_AFTER_ERROR);

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{debug, warn};
 
-use super::{FileEvent, FileFire, Shared, lock, relative};
+use super::{FileEvent, FileFire, FileStamp, Shared, lock, relative};
 
 /// How often watched folders are checked for having been deleted or replaced without an event.
 const RECHECK: Duration = Duration::from_secs(2);
@@ -87,6 +87,12 @@ pub(super) struct FileStat {
 impl FileStat {
     fn of(meta: &fs::Metadata) -> FileStat {
         FileStat { len: meta.len(), modified: meta.modified().ok() }
+    }
+
+    /// The stamp a fire carries; none without an mtime.
+    fn stamp(self) -> Option<FileStamp> {
+        let since = self.modified?.duration_since(SystemTime::UNIX_EPOCH).ok()?;
+        Some(FileStamp { size: self.len, mtime_ns: i128::try_from(since.as_nanos()).ok()? })
     }
 }
 
@@ -245,6 +251,8 @@ impl Debouncer {
         let shared = lock(&shared);
         for key in due {
             let Some(p) = self.pending.get_mut(&key) else { continue };
+            // A removal's stamp is the file as last seen.
+            let mut stamp = p.last.and_then(FileStat::stamp);
             let event = match fs::metadata(&p.abs) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     self.settled.remove(&key);
@@ -267,10 +275,12 @@ impl Debouncer {
                         continue;
                     }
                     self.settled.insert(key.clone(), (now_stat, now));
+                    stamp = now_stat.stamp();
                     if p.replaced { FileEvent::Create } else { FileEvent::Modify }
                 }
                 Err(error) => {
                     debug!(path = %p.abs.display(), %error, "Cannot read a changed file's size; firing without the check.");
+                    stamp = None;
                     if p.replaced { FileEvent::Create } else { FileEvent::Modify }
                 }
             };
@@ -284,7 +294,7 @@ impl Debouncer {
                 continue;
             }
             debug!(%routine, %path, event = event_name(event), "File trigger fires.");
-            if self.fires.send(FileFire { routine, path, event }).is_err() {
+            if self.fires.send(FileFire { routine, path, event, stamp }).is_err() {
                 return;
             }
         }

@@ -58,6 +58,31 @@ pub struct FileFire {
     /// The path relative to the workspace, with `/` separators.
     pub path: String,
     pub event: FileEvent,
+    /// The file's size and mtime as it settled (for a removal: as it was last seen), when they
+    /// could be read: with the path and event, the fire's identity, so nodes sharing a folder
+    /// fire once per change (SPEC §12).
+    pub stamp: Option<FileStamp>,
+}
+
+/// A file's size and modification time in nanoseconds since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+}
+
+impl FileFire {
+    /// The identity of this fire among its routine's fires (`runs.fire_key`): the event, the
+    /// path, the size and the mtime; `None` without a stamp (then it is not told apart).
+    pub fn key(&self) -> Option<String> {
+        let stamp = self.stamp?;
+        let event = match self.event {
+            FileEvent::Create => "create",
+            FileEvent::Modify => "modify",
+            FileEvent::Remove => "remove",
+        };
+        Some(format!("file:{event}:{}:{}:{}", stamp.size, stamp.mtime_ns, self.path))
+    }
 }
 
 /// Why the watcher could not start or take new specs.

@@ -18,7 +18,12 @@ fn spec(routine: &str, patterns: &[&str], events: &[FileEvent]) -> WatchSpec {
 }
 
 fn fire(routine: &str, path: &str, event: FileEvent) -> FileFire {
-    FileFire { routine: routine.to_owned(), path: path.to_owned(), event }
+    FileFire { routine: routine.to_owned(), path: path.to_owned(), event, stamp: None }
+}
+
+/// The fire without its stamp, to compare with [`fire`].
+fn plain(f: FileFire) -> FileFire {
+    FileFire { stamp: None, ..f }
 }
 
 fn workspace(dirs: &[&str]) -> (tempfile::TempDir, PathBuf) {
@@ -151,7 +156,7 @@ async fn a_file_that_grows_without_events_waits_until_its_size_settles() {
     after_debounce(&mut d).await;
     assert!(rx.try_recv().is_err(), "fired although the size changed since the event");
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Create));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Create));
     assert!(d.pending.is_empty());
 }
 
@@ -164,7 +169,7 @@ async fn a_creation_reported_again_after_it_fired_does_not_fire_again() {
     fs::write(&path, "1").unwrap();
     report(&mut d, path.clone(), FileEvent::Create);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Create));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Create));
     // A late duplicate, or a scan of a folder watched again, finds the same file.
     report(&mut d, path.clone(), FileEvent::Create);
     after_debounce(&mut d).await;
@@ -173,11 +178,11 @@ async fn a_creation_reported_again_after_it_fired_does_not_fire_again() {
     fs::write(&path, "12").unwrap();
     report(&mut d, path.clone(), FileEvent::Modify);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Modify));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Modify));
     fs::remove_file(&path).unwrap();
     report(&mut d, path.clone(), FileEvent::Remove);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Remove));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Remove));
 }
 
 #[tokio::test(start_paused = true)]
@@ -191,19 +196,19 @@ async fn a_burst_fires_its_strongest_event() {
     report(&mut d, path.clone(), FileEvent::Create);
     report(&mut d, path.clone(), FileEvent::Modify);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Create));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Create));
     // Written, then removed: one Remove.
     report(&mut d, path.clone(), FileEvent::Modify);
     fs::remove_file(&path).unwrap();
     report(&mut d, path.clone(), FileEvent::Remove);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Remove));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Remove));
     // Replaced (removed and created again): one Create.
     fs::write(&path, "new").unwrap();
     report(&mut d, path.clone(), FileEvent::Remove);
     report(&mut d, path.clone(), FileEvent::Create);
     after_debounce(&mut d).await;
-    assert_eq!(rx.try_recv().unwrap(), fire("r", "inbox/a", FileEvent::Create));
+    assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Create));
     assert!(rx.try_recv().is_err());
 }
 
@@ -220,7 +225,7 @@ async fn a_created_file_fires_one_create() {
     let (_tmp, ws) = workspace(&["inbox"]);
     let (_w, mut rx) = start(&ws, vec![spec("r", &["inbox/*.csv"], &[FileEvent::Create])], None);
     fs::write(ws.join("inbox/a.csv"), "x,y\n").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/a.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "inbox/a.csv", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }
 
@@ -239,8 +244,15 @@ async fn a_file_written_in_chunks_fires_once_after_the_last_write() {
         assert!(rx.try_recv().is_err(), "fired while the file was still being written");
     }
     drop(file);
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/big.csv", FileEvent::Create));
-    assert_eq!(fs::metadata(&path).unwrap().len(), 5000);
+    let fired = next(&mut rx).await;
+    // The fire's identity is the file as it settled: its size and mtime.
+    let meta = fs::metadata(&path).unwrap();
+    let mtime = meta.modified().unwrap().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let stamp = super::FileStamp { size: 5000, mtime_ns: i128::try_from(mtime).unwrap() };
+    assert_eq!(fired.stamp, Some(stamp));
+    assert_eq!(fired.key().unwrap(), format!("file:create:5000:{mtime}:inbox/big.csv"));
+    assert_eq!(plain(fired), fire("r", "inbox/big.csv", FileEvent::Create));
+    assert_eq!(meta.len(), 5000);
     if let Ok(extra) = timeout(Duration::from_millis(1500), rx.recv()).await {
         panic!("unexpected fire: {extra:?}");
     }
@@ -254,7 +266,7 @@ async fn files_that_do_not_match_do_not_fire() {
     fs::write(ws.join("inbox/sub/deep.csv"), "no").unwrap();
     fs::write(ws.join("top.csv"), "no").unwrap();
     fs::write(ws.join("inbox/yes.csv"), "yes").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/yes.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "inbox/yes.csv", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }
 
@@ -269,9 +281,9 @@ async fn only_listed_events_fire() {
     let path = ws.join("inbox/a.csv");
     fs::write(&path, "1").unwrap();
     // The creation fires for `created` only; it also ends the burst for `modified`.
-    assert_eq!(next(&mut rx).await, fire("created", "inbox/a.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("created", "inbox/a.csv", FileEvent::Create));
     fs::write(&path, "22").unwrap();
-    assert_eq!(next(&mut rx).await, fire("modified", "inbox/a.csv", FileEvent::Modify));
+    assert_eq!(plain(next(&mut rx).await), fire("modified", "inbox/a.csv", FileEvent::Modify));
     assert_quiet(&mut rx).await;
 }
 
@@ -281,7 +293,7 @@ async fn a_removed_file_fires_remove() {
     fs::write(ws.join("inbox/old.csv"), "x").unwrap();
     let (_w, mut rx) = start(&ws, vec![spec("r", &["inbox/*.csv"], &[FileEvent::Remove])], None);
     fs::remove_file(ws.join("inbox/old.csv")).unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/old.csv", FileEvent::Remove));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "inbox/old.csv", FileEvent::Remove));
     assert_quiet(&mut rx).await;
 }
 
@@ -293,7 +305,7 @@ async fn a_file_created_and_removed_within_the_debounce_fires_nothing() {
     fs::write(ws.join("inbox/tmp~"), "x").unwrap();
     fs::remove_file(ws.join("inbox/tmp~")).unwrap();
     fs::write(ws.join("inbox/real"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/real", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "inbox/real", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }
 
@@ -306,7 +318,7 @@ async fn watching_survives_the_folder_being_deleted_and_recreated() {
         fs::create_dir(ws.join("inbox")).unwrap();
         let name = format!("inbox/after{round}.csv");
         fs::write(ws.join(&name), "x").unwrap();
-        assert_eq!(next(&mut rx).await, fire("r", &name, FileEvent::Create));
+        assert_eq!(plain(next(&mut rx).await), fire("r", &name, FileEvent::Create));
         assert_quiet(&mut rx).await;
     }
 }
@@ -317,7 +329,7 @@ async fn a_folder_that_does_not_exist_yet_is_watched_once_created() {
     let (_w, mut rx) = start(&ws, vec![spec("r", &["later/in/*.csv"], &[FileEvent::Create])], None);
     fs::create_dir_all(ws.join("later/in")).unwrap();
     fs::write(ws.join("later/in/a.csv"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "later/in/a.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "later/in/a.csv", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }
 
@@ -327,7 +339,7 @@ async fn double_star_reaches_new_subfolders() {
     let (_w, mut rx) = start(&ws, vec![spec("r", &["data/**/*.csv"], &[FileEvent::Create])], None);
     fs::create_dir_all(ws.join("data/x/y")).unwrap();
     fs::write(ws.join("data/x/y/z.csv"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "data/x/y/z.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "data/x/y/z.csv", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }
 
@@ -339,9 +351,9 @@ async fn update_adds_a_spec() {
     fs::write(ws.join("b/early.txt"), "x").unwrap();
     w.update(vec![first, spec("two", &["b/*.txt"], &[FileEvent::Create])]).unwrap();
     fs::write(ws.join("b/x.txt"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("two", "b/x.txt", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("two", "b/x.txt", FileEvent::Create));
     fs::write(ws.join("a/y.txt"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("one", "a/y.txt", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("one", "a/y.txt", FileEvent::Create));
     assert_quiet(&mut rx).await;
     assert!(w.update(vec![spec("bad", &["[oops"], &[FileEvent::Create])]).is_err());
 }
@@ -352,6 +364,6 @@ async fn the_polling_watcher_fires_too() {
     let (_w, mut rx) =
         start(&ws, vec![spec("r", &["inbox/*.csv"], &[FileEvent::Create])], Some(Duration::from_millis(100)));
     fs::write(ws.join("inbox/polled.csv"), "x").unwrap();
-    assert_eq!(next(&mut rx).await, fire("r", "inbox/polled.csv", FileEvent::Create));
+    assert_eq!(plain(next(&mut rx).await), fire("r", "inbox/polled.csv", FileEvent::Create));
     assert_quiet(&mut rx).await;
 }

@@ -7,7 +7,7 @@
 
 use chrono::Utc;
 
-use super::runs::{OwnedEnd, write_end};
+use super::runs::{Fence, OwnedEnd, write_end};
 use super::{Pg, rows};
 use crate::store::deliveries::DELIVERY_COLUMNS;
 use crate::store::{DeliveryRow, DeliveryStatus, Recorded, StoreError, to_db_time};
@@ -85,8 +85,11 @@ impl Pg {
     ) -> Result<Option<Vec<Recorded>>, StoreError> {
         self.call(move |mut c| async move {
             let tx = c.transaction().await?;
-            if write_end(&tx, id, &end).await? == 0 {
-                return Ok(None);
+            // Fenced by the owner: a node whose lease lapsed and whose run another node took
+            // over writes nothing, however late it comes back.
+            if write_end(&tx, id, &end, Fence::Owner(owner)).await? == 0 {
+                let exists = tx.query_opt("SELECT 1 FROM runs WHERE id = $1", &[&id]).await?.is_some();
+                return if exists { Err(StoreError::TakenOver(id)) } else { Ok(None) };
             }
             let select =
                 format!("SELECT {DELIVERY_COLUMNS} FROM deliveries WHERE run_id = $1 AND seq = $2 AND on_failure = $3");

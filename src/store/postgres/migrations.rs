@@ -33,6 +33,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (8, V8_EARLIER),
     (9, V9_DELIVERY_CLAIMS),
     (10, V10_QUEUED),
+    (11, V11_CLUSTER),
 ];
 
 /// The key of the advisory lock that serializes migrations.
@@ -54,6 +55,24 @@ ALTER TABLE deliveries ADD CONSTRAINT deliveries_run_id_seq_on_failure_key UNIQU
 /// finds when the next jittered fire becomes due without reading the queue.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// SQLite's migration 11: fire keys and the nodes of a cluster. A node's heartbeat is the
+/// database's own time (`now()`), so a lease never depends on the clocks of the nodes.
+const V11_CLUSTER: &str = r#"
+ALTER TABLE runs ADD COLUMN fire_key TEXT;
+CREATE UNIQUE INDEX runs_fire_key ON runs (routine, fire_key) WHERE fire_key IS NOT NULL;
+CREATE TABLE nodes (
+    id           BIGINT PRIMARY KEY,
+    host         TEXT NOT NULL,
+    pid          BIGINT NOT NULL,
+    version      TEXT NOT NULL,
+    role         TEXT NOT NULL,
+    started_at   TEXT COLLATE "C" NOT NULL,
+    heartbeat    TIMESTAMPTZ NOT NULL DEFAULT now(),
+    lease_ms     BIGINT NOT NULL,
+    skew_ms      BIGINT NOT NULL DEFAULT 0
+);
 "#;
 
 const V8_EARLIER: &str = "ALTER TABLE runs ADD COLUMN earlier_attempts TEXT;";

@@ -10,6 +10,7 @@
 //! backend does under its mutex. The runtime is dropped on its own thread when the last clone
 //! of the store goes away, never inside another runtime.
 
+pub mod cluster;
 mod deliveries;
 mod history;
 pub mod migrations;
@@ -52,6 +53,8 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     pool: Pool,
     url: DatabaseUrl,
+    /// This process as a node of the cluster (see `cluster.rs`).
+    presence: std::sync::Mutex<cluster::Presence>,
     /// Dropped with the last handle: the runtime's thread then ends, and drops the runtime.
     _stop: tokio::sync::oneshot::Sender<()>,
 }
@@ -75,7 +78,15 @@ impl Pg {
             url: url.to_string(),
             why: format!("could not start the database thread: {e}"),
         })?;
-        let pg = Pg { inner: Arc::new(Inner { runtime, pool, url: url.clone(), _stop: stop }) };
+        let pg = Pg {
+            inner: Arc::new(Inner {
+                runtime,
+                pool,
+                url: url.clone(),
+                presence: std::sync::Mutex::new(cluster::Presence::default()),
+                _stop: stop,
+            }),
+        };
         pg.call(|c| async move {
             c.simple_query("SELECT 1").await?;
             Ok(())
@@ -156,25 +167,6 @@ impl Pg {
             url: self.inner.url.to_string(),
             why: "the database thread stopped".into(),
         })?
-    }
-}
-
-/// The key of the advisory lock a daemon holds on its database: "routines" in ASCII.
-const DAEMON_LOCK_KEY: i64 = 0x726f_7574_696e_6573;
-
-/// A session advisory lock held on a connection of its own for as long as this value lives;
-/// dropping it closes the connection, which releases the lock, as does the end of the process.
-pub struct SessionLock(#[allow(dead_code)] Held);
-
-impl Pg {
-    /// Takes the daemon's advisory lock on this database without waiting: `None` when another
-    /// session (another daemon, on any machine) holds it.
-    pub fn try_daemon_lock(&self) -> Result<Option<SessionLock>, StoreError> {
-        self.call(|c| async move {
-            let row = c.query_one("SELECT pg_try_advisory_lock($1)", &[&DAEMON_LOCK_KEY]).await?;
-            let got: bool = row.get(0);
-            Ok(got.then(|| SessionLock(Held::new(c))))
-        })
     }
 }
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Pg, rows};
 use crate::store::queue::DAEMON_FIRE;
-use crate::store::{QueuedFire, StoreError, StoredTrigger, to_db_time};
+use crate::store::{StoreError, StoredTrigger, to_db_time};
 
 impl Pg {
     pub(crate) fn adopt_queued(&self) -> Result<HashMap<String, usize>, StoreError> {
@@ -19,31 +19,6 @@ impl Pg {
                 .await?
                 .iter()
                 .map(|r| Ok((r.try_get(0)?, usize::try_from(rows::count(r, 1)?).unwrap_or(usize::MAX))))
-                .collect()
-        })
-    }
-
-    pub(crate) fn due_fires(&self, after: i64, now: DateTime<Utc>, limit: i64) -> Result<Vec<QueuedFire>, StoreError> {
-        let now = to_db_time(now);
-        self.call(move |c| async move {
-            let sql = format!(
-                "SELECT id, routine, attempt, scheduled_for, not_before FROM runs
-                 WHERE {DAEMON_FIRE} AND routine IS NOT NULL AND id > $1
-                   AND (not_before IS NULL OR not_before <= $2)
-                 ORDER BY id LIMIT $3"
-            );
-            c.query(&sql, &[&after, &now, &limit])
-                .await?
-                .iter()
-                .map(|r| {
-                    Ok(QueuedFire {
-                        run_id: r.try_get(0)?,
-                        routine: r.try_get(1)?,
-                        attempt: rows::small(r, 2)?.max(1),
-                        scheduled_for: rows::opt_time(r, 3)?,
-                        not_before: rows::opt_time(r, 4)?,
-                    })
-                })
                 .collect()
         })
     }

@@ -48,17 +48,36 @@ impl OwnedEnd {
     }
 }
 
-/// The statement of `finish_run` on `c` (a connection or a transaction, for a caller that
-/// writes more in the same transaction); returns how many rows it changed (0: no such run).
+/// Who may write a run's end.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Fence {
+    /// Anyone (`finish_run`: a fire ended before it started, a skip).
+    Open,
+    /// The process that started it (`end_run`): not when another node took it over meanwhile
+    /// (it is then `interrupted` or queued again, or owned by that node).
+    Owner(Option<i64>),
+}
+
+/// Writes how run `id` ended on `c` (a connection or a transaction, for a caller that writes
+/// more in the same transaction); returns how many rows it changed (0: no such run, or one
+/// `fence` keeps out).
 pub(super) async fn write_end<C: deadpool_postgres::GenericClient>(
     c: &C,
     id: i64,
     end: &OwnedEnd,
+    fence: Fence,
 ) -> Result<u64, StoreError> {
-    Ok(c.execute(
+    let (condition, owner) = match fence {
+        Fence::Open => ("$10::BIGINT IS NULL", None),
+        Fence::Owner(owner) => ("(owner IS NULL OR owner = $10) AND status NOT IN ('queued', 'interrupted')", owner),
+    };
+    let sql = format!(
         "UPDATE runs SET status = $2, output = $3, error = $4, prompt_tokens = $5,
                 completion_tokens = $6, iterations = $7, finished_at = $8, reason = $9
-         WHERE id = $1",
+         WHERE id = $1 AND {condition}"
+    );
+    Ok(c.execute(
+        &sql,
         &[
             &id,
             &end.status,
@@ -69,6 +88,7 @@ pub(super) async fn write_end<C: deadpool_postgres::GenericClient>(
             &end.iterations,
             &to_db_time(Utc::now()),
             &end.reason,
+            &owner,
         ],
     )
     .await?)
@@ -116,12 +136,14 @@ impl Pg {
         })
     }
 
-    /// Marks run `id` running, owned by this process (`owner`, and its pid).
+    /// Marks run `id` running, owned by this process (`owner`, and its pid): only a queued run
+    /// that no other node holds, so two nodes never start the same fire.
     pub(crate) fn start_run(&self, id: i64, owner: Option<i64>) -> Result<u64, StoreError> {
         let pid = i64::from(std::process::id());
         self.call(move |c| async move {
             Ok(c.execute(
-                "UPDATE runs SET status = $2, started_at = $3, pid = $4, owner = $5 WHERE id = $1",
+                "UPDATE runs SET status = $2, started_at = $3, pid = $4, owner = $5
+                 WHERE id = $1 AND status = 'queued' AND (owner IS NULL OR owner = $5)",
                 &[&id, &RunStatus::Running.as_str(), &to_db_time(Utc::now()), &pid, &owner],
             )
             .await?)
@@ -129,7 +151,7 @@ impl Pg {
     }
 
     pub(crate) fn finish_run(&self, id: i64, end: OwnedEnd) -> Result<u64, StoreError> {
-        self.call(move |c| async move { write_end(&c, id, &end).await })
+        self.call(move |c| async move { write_end(&c, id, &end, Fence::Open).await })
     }
 
     pub(crate) fn get_run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {

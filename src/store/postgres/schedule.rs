@@ -16,6 +16,7 @@ pub(crate) struct OwnedFire {
     pub context: String,
     pub not_before: Option<String>,
     pub skip_if_active: Option<String>,
+    pub key: Option<String>,
 }
 
 const UPSERT_LAST: &str = "INSERT INTO schedule_state AS s (routine, last_scheduled, updated_at) VALUES ($1, $2, $3)
@@ -35,8 +36,9 @@ impl Pg {
     }
 
     /// Claims fires in one transaction; a fire with `skip_if_active` takes its routine's claim
-    /// lock first, so the check and the claim are one step against every other claimer.
-    pub(crate) fn claim_fires(&self, fires: Vec<OwnedFire>, owner: Option<i64>) -> Result<Vec<FireClaim>, StoreError> {
+    /// lock first, so the check and the claim are one step against every other claimer. A
+    /// queued fire has no owner: any node's pump may take it ([`Pg::due_fires`]).
+    pub(crate) fn claim_fires(&self, fires: Vec<OwnedFire>) -> Result<Vec<FireClaim>, StoreError> {
         let now = to_db_time(Utc::now());
         let pid = i64::from(std::process::id());
         self.call(move |mut c| async move {
@@ -49,10 +51,10 @@ impl Pg {
                         let row = tx
                             .query_opt(
                                 "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at,
-                                                   finished_at, reason, error)
-                                 VALUES ('routine', $1, $2, $3, 'skipped', $4, $4, 'overlap', $5)
-                                 ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
-                                &[&fire.routine, &fire.trigger, &fire.scheduled_for, &now, why],
+                                                   finished_at, reason, error, fire_key)
+                                 VALUES ('routine', $1, $2, $3, 'skipped', $4, $4, 'overlap', $5, $6)
+                                 ON CONFLICT DO NOTHING RETURNING id",
+                                &[&fire.routine, &fire.trigger, &fire.scheduled_for, &now, why, &fire.key],
                             )
                             .await?;
                         claims.push(match row {
@@ -65,9 +67,9 @@ impl Pg {
                 let row = tx
                     .query_opt(
                         "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
-                                           pid, not_before, owner)
-                         VALUES ('routine', $1, $2, $3, 'queued', $4, $5, $6, $7, $8)
-                         ON CONFLICT (routine, scheduled_for) DO NOTHING RETURNING id",
+                                           pid, not_before, owner, fire_key)
+                         VALUES ('routine', $1, $2, $3, 'queued', $4, $5, $6, $7, NULL, $8)
+                         ON CONFLICT DO NOTHING RETURNING id",
                         &[
                             &fire.routine,
                             &fire.trigger,
@@ -76,7 +78,7 @@ impl Pg {
                             &fire.context,
                             &pid,
                             &fire.not_before,
-                            &owner,
+                            &fire.key,
                         ],
                     )
                     .await?;
@@ -191,25 +193,33 @@ impl Pg {
     }
 
     /// Queues interrupted run `id` again as its next attempt (`again`), or marks it handled.
-    pub(crate) fn requeue(&self, id: i64, again: bool, owner: Option<i64>) -> Result<(), StoreError> {
+    /// Only a run still `interrupted` for a crash or a stop changes, so two nodes that both
+    /// found it act once; the queued fire has no owner, for any node to take. Returns whether
+    /// this call changed it.
+    pub(crate) fn requeue(&self, id: i64, again: bool) -> Result<bool, StoreError> {
         let pid = i64::from(std::process::id());
         self.call(move |c| async move {
-            if again {
+            let changed = if again {
                 c.execute(
                     "UPDATE runs SET status = 'queued', attempt = attempt + 1, reason = NULL, finished_at = NULL,
-                            started_at = NULL, pid = $2, owner = $3,
+                            started_at = NULL, pid = $2, owner = NULL,
                             error = 'attempt ' || attempt || ' was interrupted (' || reason || '); queued again',
                             earlier_attempts = COALESCE(earlier_attempts || chr(10), '')
                                 || 'attempt ' || attempt || ' interrupted (' || reason || ')'
                                 || COALESCE(': ' || error, '')
-                     WHERE id = $1",
-                    &[&id, &pid, &owner],
+                     WHERE id = $1 AND status = 'interrupted' AND reason IN ('crash', 'shutdown')",
+                    &[&id, &pid],
                 )
-                .await?;
+                .await?
             } else {
-                c.execute("UPDATE runs SET reason = reason || ', not retried' WHERE id = $1", &[&id]).await?;
-            }
-            Ok(())
+                c.execute(
+                    "UPDATE runs SET reason = reason || ', not retried'
+                     WHERE id = $1 AND status = 'interrupted' AND reason IN ('crash', 'shutdown')",
+                    &[&id],
+                )
+                .await?
+            };
+            Ok(changed > 0)
         })
     }
 

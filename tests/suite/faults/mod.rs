@@ -1,6 +1,7 @@
 //! Faults a machine causes at the worst moment (issue 13), each reproduced with real
 //! processes, signals and sockets, and checked in the database.
 
+mod cluster;
 mod cut_off;
 mod database;
 mod deliveries;

@@ -85,25 +85,50 @@ async fn an_unreachable_database_is_named_without_its_password() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_daemon_on_the_same_database_does_not_start_and_one_may_follow_the_first() {
+async fn daemons_on_two_machines_share_the_database_and_routines_cluster_lists_them() {
     let url = database_url();
-    let port = crate::common::os::free_port();
-    let first = Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{port} }}\n"))
-        .env("ROUTINES_DATABASE_URL", &url);
-    let daemon = first.command(["daemon"]).spawn().await;
-    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let daemon_at = |port: u16| {
+        Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{port} }}\n"))
+            .env("ROUTINES_DATABASE_URL", &url)
+    };
+    // Two machines: each its own folder, the same database.
+    let (port, other_port) = (crate::common::os::free_port(), crate::common::os::free_port());
+    let (first, second) = (daemon_at(port), daemon_at(other_port));
+    let one = first.command(["daemon"]).spawn().await;
+    one.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let mut two = second.command(["daemon"]).spawn().await;
+    two.wait_for_http(&format!("http://127.0.0.1:{other_port}/healthz"), 200).await;
 
-    // Another machine: its own folder, the same database.
-    let other_port = crate::common::os::free_port();
-    let second = Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{other_port} }}\n"))
-        .env("ROUTINES_DATABASE_URL", &url);
-    let refused = second.command(["daemon"]).spawn().await.finish(std::time::Duration::from_secs(30)).await;
-    refused.code(1).stderr_has("another routines daemon already runs on the PostgreSQL database");
-    assert!(!refused.stderr.contains(PASSWORD), "{}", refused.stderr);
+    let listed = first.run_async(["cluster", "--json"]).await;
+    listed.success();
+    let nodes = listed.json();
+    let pids: Vec<i64> = nodes.as_array().unwrap().iter().map(|n| n["pid"].as_i64().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "{nodes:#}");
+    assert!(pids.contains(&i64::from(one.pid())) && pids.contains(&i64::from(two.pid())), "{nodes:#}");
+    for n in nodes.as_array().unwrap() {
+        assert_eq!(
+            (n["state"].as_str(), n["role"].as_str(), n["runs_in_flight"].as_i64()),
+            (Some("alive"), Some("daemon"), Some(0))
+        );
+        assert_eq!(n["version"], env!("CARGO_PKG_VERSION"));
+        assert!(n["last_heartbeat"].as_str().unwrap().ends_with("+08:00"), "in the config's zone: {n}");
+    }
+    let table = second.run_async(["cluster"]).await;
+    table.success().stdout_has("NODE").stdout_has("alive");
+    assert!(!table.stdout.contains(PASSWORD) && !table.stderr.contains(PASSWORD), "{table}");
 
-    // The lock goes with the first daemon, however it ends.
-    let mut daemon = daemon;
-    daemon.kill().await;
-    let again = second.command(["daemon"]).spawn().await;
-    again.wait_for_http(&format!("http://127.0.0.1:{other_port}/healthz"), 200).await;
+    // A daemon that stops leaves the cluster.
+    two.signal(libc::SIGTERM);
+    assert_eq!(two.exit_code(std::time::Duration::from_secs(30)).await, 0);
+    let left = first.run_async(["cluster", "--json"]).await.json();
+    assert_eq!(left.as_array().unwrap().len(), 1, "{left:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routines_cluster_on_sqlite_says_what_it_needs() {
+    let p = Routines::offline();
+    let o = p.run_async(["cluster"]).await;
+    o.code(2)
+        .stderr_has("`routines cluster` lists the daemons sharing a PostgreSQL database")
+        .stderr_has("set $ROUTINES_DATABASE_URL to a postgres:// URL");
 }

@@ -1,0 +1,62 @@
+//! A daemon as a node of a cluster (SPEC §12): every few seconds it sweeps up the work of
+//! nodes whose lease lapsed, and stops its own runs that another node took over.
+//!
+//! - A node renews its lease every third of `cluster.lease` (the store's heartbeat thread).
+//! - A sweep runs every tenth of the lease (at least every 5 s): runs of dead owners are
+//!   recorded `interrupted` and queued again per their routine's `retry`; queued fires a dead
+//!   node held in its window go back to the queue; the pump then reads the queue again.
+//! - So another node takes a dead node's work over between `lease` and `lease` plus one sweep
+//!   after the dead node's last heartbeat.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::Dispatcher;
+use crate::store::StoreError;
+
+/// How often a node sweeps, for a lease of `lease`.
+pub fn sweep_interval(lease: Duration) -> Duration {
+    (lease / 10).clamp(Duration::from_millis(100), Duration::from_secs(5))
+}
+
+/// Sweeps every `every` until `stop`.
+pub async fn sweep_loop(dispatcher: Arc<Dispatcher>, every: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let d = dispatcher.clone();
+        match tokio::task::spawn_blocking(move || sweep(&d)).await {
+            Ok(Ok(true)) => dispatcher.look_again(),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "Could not sweep up the work of lost nodes; trying again."),
+            Err(e) => tracing::error!(error = %e, "The sweep for lost nodes failed; trying again."),
+        }
+    }
+}
+
+/// One sweep. Returns whether fires came back to the queue.
+fn sweep(d: &Dispatcher) -> Result<bool, StoreError> {
+    let store = &d.engine.store;
+    let lost = store.interrupt_orphans()?;
+    for id in &lost {
+        tracing::warn!(
+            run_id = id,
+            "Run {id} was interrupted: the node running it stopped renewing its lease (it crashed, was killed or \
+             lost the database)."
+        );
+    }
+    let requeued = d.requeue_interrupted()?;
+    let released = store.release_lost()?;
+    if released > 0 {
+        tracing::warn!(fires = released, "Queued fires held by a lost node were given back to the queue.");
+    }
+    let taken = store.taken_over(d.held_runs())?;
+    if !taken.is_empty() {
+        d.stop_taken_over(&taken);
+    }
+    Ok(!lost.is_empty() || !requeued.is_empty() || released > 0)
+}
