@@ -117,12 +117,12 @@ def write_project(d, model_port, routines, config_extra=""):
 class Daemon:
     """`routines daemon` in a project folder, with its stderr collected."""
 
-    def __init__(self, binary, d):
+    def __init__(self, binary, d, env=None):
         self.d = d
         self.lines = []
         self.ready = threading.Event()
         self.address = None
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": d}
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": d, **(env or {})}
         self.t0 = time.perf_counter()
         self.p = subprocess.Popen([binary, "daemon"], cwd=d, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

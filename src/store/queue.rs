@@ -60,13 +60,21 @@ impl Store {
 
     /// Up to `limit` queued fires with an id above `after` that may start at `now` (no
     /// `not_before`, or one that has passed), oldest first. On a shared database they are
-    /// taken for this node's window: no other node reads them until this one ends or dies
-    /// (see `postgres/cluster.rs`, `claim_due`).
-    pub fn due_fires(&self, after: i64, now: DateTime<Utc>, limit: usize) -> Result<Vec<QueuedFire>, StoreError> {
+    /// taken for this node's window: no other node reads them until this one ends or dies,
+    /// and a routine's fires go to one node at a time, except those of the routines in
+    /// `parallel` (`overlap: allow`), which any node may run at once (see
+    /// `postgres/cluster.rs`, `claim_due`).
+    pub fn due_fires(
+        &self,
+        after: i64,
+        now: DateTime<Utc>,
+        limit: usize,
+        parallel: &[String],
+    ) -> Result<Vec<QueuedFire>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         if let Some(pg) = self.postgres() {
             let me = self.owner_id().unwrap_or_else(super::orphans::own_id);
-            return pg.claim_due(me, after, now, limit);
+            return pg.claim_due(me, after, now, limit, parallel.to_vec());
         }
         self.with_conn(|c| {
             let mut stmt = c.prepare_cached(&format!(
@@ -86,6 +94,16 @@ impl Store {
             })?;
             rows.collect()
         })
+    }
+
+    /// How many daemon fires are queued, by any process (the partial index `runs_queued`).
+    pub fn queued_count(&self) -> Result<usize, StoreError> {
+        let sql = format!("SELECT COUNT(*) FROM runs WHERE {DAEMON_FIRE}");
+        let n: i64 = match self.postgres() {
+            Some(pg) => pg.call(move |c| async move { Ok(c.query_one(&sql, &[]).await?.try_get(0)?) })?,
+            None => self.with_conn(|c| c.query_row(&sql, [], |r| r.get(0)))?,
+        };
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// The earliest `not_before` after `now` of a queued run: when a jittered fire that
@@ -178,19 +196,20 @@ mod tests {
                 .map(|f| store.claim_fire(f).unwrap().unwrap())
                 .collect();
             let now = at("2030-01-01T00:00:00Z");
-            let due = store.due_fires(0, now, 10).unwrap();
+            let due = store.due_fires(0, now, 10, &[]).unwrap();
             assert_eq!(due.iter().map(|f| f.run_id).collect::<Vec<_>>(), [ids[0], ids[2]]);
             assert_eq!(due[0].routine, "a");
             // On a shared database a fire read is this node's: read again, it is not there.
             let again = |n: usize| if kind == Kind::Sqlite { n } else { 0 };
-            assert_eq!(store.due_fires(ids[0], now, 10).unwrap().len(), again(1));
-            assert_eq!(store.due_fires(0, now, 1).unwrap().len(), again(1));
+            assert_eq!(store.due_fires(ids[0], now, 10, &[]).unwrap().len(), again(1));
+            assert_eq!(store.due_fires(0, now, 1, &[]).unwrap().len(), again(1));
             assert_eq!(store.next_not_before(now).unwrap(), Some(later));
-            assert_eq!(store.due_fires(0, later, 10).unwrap().len(), again(2) + 1);
+            assert_eq!(store.due_fires(0, later, 10, &[]).unwrap().len(), again(2) + 1);
             assert_eq!(store.next_not_before(later).unwrap(), None);
             let trigger = store.queued_trigger(ids[1]).unwrap().unwrap();
             assert_eq!((trigger.kind.as_str(), trigger.context.as_deref()), ("webhook", Some(body.as_str())));
             assert_eq!(store.adopt_queued().unwrap(), HashMap::from([("a".to_string(), 2), ("b".to_string(), 1)]));
+            assert_eq!(store.queued_count().unwrap(), 3);
         });
     }
 
@@ -200,7 +219,7 @@ mod tests {
             let ids: Vec<i64> = (0..4).map(|_| store.claim_fire(&fire("a", "{}", None)).unwrap().unwrap()).collect();
             let other = store.claim_fire(&fire("b", "{}", None)).unwrap().unwrap();
             assert_eq!(store.skip_queued_fires("a", &[ids[0]], "replaced", "replaced by a newer fire").unwrap(), 3);
-            let due: Vec<i64> = store.due_fires(0, Utc::now(), 10).unwrap().iter().map(|f| f.run_id).collect();
+            let due: Vec<i64> = store.due_fires(0, Utc::now(), 10, &[]).unwrap().iter().map(|f| f.run_id).collect();
             assert_eq!(due, [ids[0], other]);
             assert_eq!(store.queued_trigger(ids[1]).unwrap(), None);
             assert_eq!(store.skip_queued_fires("a", &[], "removed", "gone").unwrap(), 1);

@@ -415,3 +415,82 @@ impl Store {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::store::testing::each_backend;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    /// One batch of every kind of fire: each gets its own answer, in the batch's order, on
+    /// both backends (PostgreSQL writes a whole batch in one statement per kind).
+    #[test]
+    fn a_batch_of_fires_is_claimed_each_in_its_place() {
+        each_backend(|kind, _dir, store| {
+            let t = Some(at("2026-03-01T09:00:00Z"));
+            let busy = store.claim_fire(&fire("busy", None, None, None)).unwrap().unwrap();
+            let why = "a run is still active (overlap: skip)";
+            let batch = [
+                fire("hook", None, None, None),
+                fire("tick", t, None, None),
+                fire("hook", None, None, None),
+                fire("tick", t, None, None),
+                fire("files", None, Some("file:create:1:2:a.csv"), None),
+                fire("files", None, Some("file:create:1:2:a.csv"), None),
+                fire("files", None, Some("file:create:1:3:a.csv"), None),
+                fire("busy", None, None, Some(why)),
+                fire("free", None, None, Some(why)),
+                fire("free", None, None, Some(why)),
+            ];
+            let got = store.claim_fires(&batch).unwrap();
+            let shape: Vec<&str> = got
+                .iter()
+                .map(|c| match c {
+                    FireClaim::Queued(_) => "queued",
+                    FireClaim::Skipped(_) => "skipped",
+                    FireClaim::Duplicate => "duplicate",
+                })
+                .collect();
+            assert_eq!(
+                shape,
+                [
+                    "queued",
+                    "queued",
+                    "queued",
+                    "duplicate",
+                    "queued",
+                    "duplicate",
+                    "queued",
+                    "skipped",
+                    "queued",
+                    "skipped"
+                ],
+                "{kind:?}"
+            );
+            // Each id is the row of its own fire.
+            for (claim, fire) in got.iter().zip(&batch) {
+                if let FireClaim::Queued(id) | FireClaim::Skipped(id) = claim {
+                    let run = store.get_run(*id).unwrap().unwrap();
+                    assert_eq!((run.routine.as_deref(), run.scheduled_for), (Some(fire.routine), fire.scheduled_for));
+                }
+            }
+            let ids: Vec<i64> =
+                got.iter().filter_map(|c| if let FireClaim::Queued(id) = c { Some(*id) } else { None }).collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "{kind:?}: ids in the batch's order: {ids:?}");
+            assert!(ids.iter().all(|id| *id > busy));
+        });
+    }
+
+    fn fire<'a>(
+        routine: &'a str,
+        scheduled_for: Option<DateTime<Utc>>,
+        key: Option<&'a str>,
+        skip_if_active: Option<&'a str>,
+    ) -> NewFire<'a> {
+        NewFire { routine, trigger: "webhook", scheduled_for, context: "{}", not_before: None, skip_if_active, key }
+    }
+}

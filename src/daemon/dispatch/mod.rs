@@ -80,6 +80,10 @@ pub struct Dispatcher {
     /// the window through the pump's claim, and the pump also reads at intervals, for fires
     /// other nodes queued or gave back.
     cluster: bool,
+    /// In a cluster: the fires queued in the database, as last read, plus those queued here since.
+    shared_depth: AtomicUsize,
+    /// The routines with `overlap: allow`, whose fires several nodes may run at once.
+    parallel: RwLock<Vec<String>>,
     /// Wakes the task that reads fires from the database into the window.
     pump: Notify,
     pump_started: AtomicBool,
@@ -109,6 +113,8 @@ impl Dispatcher {
             changed: Notify::new(),
             window,
             cluster,
+            parallel: RwLock::new(Vec::new()),
+            shared_depth: AtomicUsize::new(0),
             pump: Notify::new(),
             pump_started: AtomicBool::new(false),
             closing: CancellationToken::new(),
@@ -125,9 +131,12 @@ impl Dispatcher {
         self.routines.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Fires waiting for their turn, in all routines, in memory or only in the database.
+    /// Fires waiting for their turn, in all routines, in memory or only in the database; in a
+    /// cluster, also those of the other nodes (the database's count, read at every pass of the
+    /// pump, at most a second old, plus what this node queued since).
     pub fn queue_depth(&self) -> usize {
-        self.pending.load(Ordering::SeqCst)
+        let mine = self.pending.load(Ordering::SeqCst);
+        if self.cluster { mine.max(self.shared_depth.load(Ordering::SeqCst)) } else { mine }
     }
 
     /// `n` fires left the queue. Never below zero: a count that went wrong must not make the
@@ -156,6 +165,10 @@ impl Dispatcher {
     /// give up their place). The fires of a removed routine that wait only in the database
     /// are recorded skipped at once.
     pub fn routines_changed(&self) {
+        if let (Ok(routines), Ok(mut parallel)) = (self.routines.read(), self.parallel.write()) {
+            *parallel =
+                routines.values().filter(|r| r.spec.overlap == Overlap::Allow).map(|r| r.name.clone()).collect();
+        }
         self.skip_removed();
         self.changed.notify_waiters();
     }
@@ -177,6 +190,9 @@ impl Dispatcher {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
         let mut planned: Vec<Planned> = Vec::new();
+        // The places in `planned` of each routine's fires: a tick of 10,000 routines must not
+        // scan the whole batch for each fire.
+        let mut planned_of: HashMap<String, Vec<usize>> = HashMap::new();
         // Asked at every batch, so a pause or resume from another process counts at once.
         let paused = match self.engine.store.paused_routines() {
             Ok(paused) => paused,
@@ -198,7 +214,7 @@ impl Dispatcher {
             }
             let lane = state.lanes.entry(routine.name.clone()).or_default();
             let planned_here: Vec<&Cancel> =
-                planned.iter().filter(|p| p.1.name == routine.name).map(|p| &p.3).collect();
+                planned_of.get(&routine.name).into_iter().flatten().map(|&at| &planned[at].3).collect();
             let waiting = lane.waiting_count() + planned_here.len();
             let activity = Activity {
                 active: !lane.running.is_empty() || waiting > 0,
@@ -233,6 +249,7 @@ impl Dispatcher {
                 Admission::Start | Admission::Queue => {}
             }
             let not_before = self.jittered(&routine, fire.trigger.scheduled_for());
+            planned_of.entry(routine.name.clone()).or_default().push(planned.len());
             planned.push((i, routine, not_before, Cancel::default(), fire.trigger.to_stored()));
         }
         // `overlap: skip` also holds against runs of other processes (`routines run`): the claim
@@ -296,6 +313,7 @@ impl Dispatcher {
                 continue;
             }
             self.pending.fetch_add(1, Ordering::SeqCst);
+            self.shared_depth.fetch_add(1, Ordering::SeqCst);
             let fire = QueuedFire {
                 run_id,
                 routine: routine.name.clone(),

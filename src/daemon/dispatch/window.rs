@@ -233,7 +233,10 @@ impl Dispatcher {
             let mut failed = false;
             while state.backlog && self.room(&state) > 0 {
                 let room = self.room(&state);
-                let fires = match store.due_fires(state.cursor, now, room) {
+                // Only a shared store reads it.
+                let parallel =
+                    if self.cluster { self.parallel.read().map(|p| p.clone()).unwrap_or_default() } else { Vec::new() };
+                let fires = match store.due_fires(state.cursor, now, room, &parallel) {
                     Ok(fires) => fires,
                     Err(e) => {
                         tracing::error!(error = %e, "Could not read queued fires; trying again in a second.");
@@ -268,6 +271,10 @@ impl Dispatcher {
                     !lane.is_empty()
                 });
                 self.pending.store(state.loaded, Ordering::SeqCst);
+                match store.queued_count() {
+                    Ok(n) => self.shared_depth.store(n, Ordering::SeqCst),
+                    Err(e) => tracing::warn!(error = %e, "Could not count the cluster's queued fires."),
+                }
                 resynced = true;
             }
             if failed {

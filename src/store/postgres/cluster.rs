@@ -272,7 +272,8 @@ impl Pg {
     /// Takes up to `limit` due queued fires with an id above `after` for node `me`'s window,
     /// oldest first, of those no node holds yet. A routine whose fires another
     /// node holds (queued in its window or running) is passed over, so a routine's fires run
-    /// one node at a time and `overlap` holds across the cluster. Rows another claimer has
+    /// one node at a time and `overlap` holds across the cluster; the routines in `parallel`
+    /// (`overlap: allow`) are not, so a flood of their fires spreads over the nodes. Rows another claimer has
     /// locked are skipped (`FOR UPDATE SKIP LOCKED`), and one advisory lock makes the claims of
     /// all nodes one at a time, so two nodes never take two fires of one routine at once.
     pub(crate) fn claim_due(
@@ -281,6 +282,7 @@ impl Pg {
         after: i64,
         now: DateTime<Utc>,
         limit: i64,
+        parallel: Vec<String>,
     ) -> Result<Vec<QueuedFire>, StoreError> {
         let now = to_db_time(now);
         self.call(move |mut c| async move {
@@ -292,17 +294,17 @@ impl Pg {
                        AND q.routine IS NOT NULL AND q.id > $2
                        AND (q.not_before IS NULL OR q.not_before <= $3)
                        AND q.owner IS NULL
-                       AND NOT EXISTS (
+                       AND (q.routine = ANY($5) OR NOT EXISTS (
                            SELECT 1 FROM runs o
                            WHERE o.routine = q.routine AND o.status IN ('queued', 'running')
                              AND o.kind = 'routine' AND o.trigger <> 'manual'
-                             AND o.owner IS NOT NULL AND o.owner <> $1)
+                             AND o.owner IS NOT NULL AND o.owner <> $1))
                      ORDER BY q.id LIMIT $4
                      FOR UPDATE OF q SKIP LOCKED)
                  UPDATE runs r SET owner = $1 FROM picked WHERE r.id = picked.id
                  RETURNING r.id, r.routine, r.attempt, r.scheduled_for, r.not_before";
             let mut fires = tx
-                .query(sql, &[&me, &after, &now, &limit])
+                .query(sql, &[&me, &after, &now, &limit, &parallel])
                 .await?
                 .iter()
                 .map(|r| {
@@ -385,7 +387,7 @@ mod tests {
 
     fn claim(store: &Store, me: i64, limit: i64) -> Vec<(i64, String)> {
         let pg = store.postgres().unwrap();
-        pg.claim_due(me, 0, Utc::now(), limit).unwrap().into_iter().map(|f| (f.run_id, f.routine)).collect()
+        pg.claim_due(me, 0, Utc::now(), limit, Vec::new()).unwrap().into_iter().map(|f| (f.run_id, f.routine)).collect()
     }
 
     #[test]
@@ -402,6 +404,16 @@ mod tests {
         assert_eq!(claim(&store, 2, 10), []);
         assert_eq!(claim(&store, 1, 10), [(a2, "a".to_string())]);
 
+        // A routine with `overlap: allow` spreads: node 2 takes a fire of it while node 1 holds one.
+        let c1 = store.claim_fire(&fire("c")).unwrap().unwrap();
+        let c2 = store.claim_fire(&fire("c")).unwrap().unwrap();
+        let pg = store.postgres().unwrap();
+        let parallel = vec!["c".to_string()];
+        let ids = |fires: Vec<QueuedFire>| fires.into_iter().map(|f| f.run_id).collect::<Vec<_>>();
+        assert_eq!(ids(pg.claim_due(1, 0, Utc::now(), 1, parallel.clone()).unwrap()), [c1]);
+        assert_eq!(ids(pg.claim_due(2, 0, Utc::now(), 1, Vec::new()).unwrap()), Vec::<i64>::new());
+        assert_eq!(ids(pg.claim_due(2, 0, Utc::now(), 1, parallel).unwrap()), [c2]);
+
         // Only the owner starts a fire it holds.
         assert_eq!(store.postgres().unwrap().start_run(a1, Some(2)).unwrap(), 0);
         assert_eq!(store.postgres().unwrap().start_run(a1, Some(1)).unwrap(), 1);
@@ -412,8 +424,8 @@ mod tests {
         execute(&store, "UPDATE nodes SET heartbeat = now() - interval '1 minute' WHERE id = 1").unwrap();
         assert!(!store.postgres().unwrap().node_alive(1).unwrap());
         assert!(store.postgres().unwrap().node_alive(2).unwrap());
-        assert_eq!(store.release_lost().unwrap(), 1);
-        assert_eq!(claim(&store, 2, 10), [], "a run of `a` still runs as node 1's");
+        assert_eq!(store.release_lost().unwrap(), 2, "a2 and c1");
+        assert_eq!(claim(&store, 2, 10), [(c1, "c".to_string())], "a run of `a` still runs as node 1's");
         assert_eq!(store.interrupt_orphans().unwrap(), [a1]);
         assert_eq!(claim(&store, 2, 10), [(a2, "a".to_string())]);
         // Node 1 comes back late: its run was taken over, so its end is not recorded.
@@ -444,7 +456,7 @@ mod tests {
         pg.join(me, Role::Daemon).unwrap();
         let id = store.claim_fire(&fire("a")).unwrap().unwrap();
         store.claim_fire(&fire("b")).unwrap().unwrap();
-        store.due_fires(0, Utc::now(), 10).unwrap();
+        store.due_fires(0, Utc::now(), 10, &[]).unwrap();
         store.start_run(id).unwrap();
         let nodes = store.nodes().unwrap();
         let seen: Vec<(i64, bool, i64, &str)> =

@@ -1,9 +1,9 @@
 //! Runs, their events, and the overlap claim of a run, on PostgreSQL.
 //!
 //! Where SQLite serializes writers with `BEGIN IMMEDIATE`, PostgreSQL takes a
-//! transaction-level advisory lock on the routine's name ([`lock_routine`]): the check of the
-//! routine's active runs and the insert of the new one are one step for every connection, in
-//! any process, on any machine.
+//! transaction-level advisory lock ([`lock_claims`]): the check of the routine's active runs
+//! and the insert of the new one are one step for every connection, in any process, on any
+//! machine.
 
 use chrono::Utc;
 
@@ -94,12 +94,14 @@ pub(super) async fn write_end<C: deadpool_postgres::GenericClient>(
     .await?)
 }
 
-/// The key of the advisory lock that makes claims of one routine one at a time.
-pub(super) const CLAIM_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('routines.claim'), hashtext($1))";
+/// The advisory lock that makes claims one at a time across the cluster: a batch of fires
+/// (a tick of every routine, a batch of webhooks) or one run. One lock, not one per routine, so
+/// a batch takes it in one step and two batches can never deadlock.
+pub(super) const CLAIM_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('routines.claim'))";
 
-/// Takes the claim lock of `routine` for the rest of the transaction.
-pub(super) async fn lock_routine(tx: &deadpool_postgres::Transaction<'_>, routine: &str) -> Result<(), StoreError> {
-    tx.execute(CLAIM_LOCK, &[&routine]).await?;
+/// Takes the claim lock for the rest of the transaction.
+pub(super) async fn lock_claims(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), StoreError> {
+    tx.execute(CLAIM_LOCK, &[]).await?;
     Ok(())
 }
 
@@ -221,7 +223,7 @@ impl Pg {
         let (client, active) = self.call(move |c| async move {
             let read = async {
                 c.batch_execute("BEGIN").await?;
-                c.execute(CLAIM_LOCK, &[&routine.as_deref().unwrap_or("")]).await?;
+                c.execute(CLAIM_LOCK, &[]).await?;
                 c.query(ACTIVE, &[&routine]).await
             };
             match read.await {

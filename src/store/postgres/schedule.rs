@@ -4,7 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::runs::{ACTIVE, lock_routine};
+use std::collections::{HashMap, HashSet};
+
+use super::runs::lock_claims;
 use super::{Pg, rows};
 use crate::store::{FireClaim, GreetingRun, StoreError, reason, to_db_time};
 
@@ -35,71 +37,139 @@ impl Pg {
         })
     }
 
-    /// Claims fires in one transaction; a fire with `skip_if_active` takes its routine's claim
-    /// lock first, so the check and the claim are one step against every other claimer. A
-    /// queued fire has no owner: any node's pump may take it ([`Pg::due_fires`]).
+    /// Claims fires in one transaction of four statements, whatever their number (a tick of
+    /// 10,000 routines is one batch): the claim lock, the routines among them with an active
+    /// run, then the skipped and the queued rows, each one `INSERT ... SELECT FROM unnest(...)`.
+    /// The lock makes the check and the claim one step against every other claimer. A queued
+    /// fire has no owner: any node's pump may take it ([`Pg::claim_due`]).
     pub(crate) fn claim_fires(&self, fires: Vec<OwnedFire>) -> Result<Vec<FireClaim>, StoreError> {
         let now = to_db_time(Utc::now());
         let pid = i64::from(std::process::id());
         self.call(move |mut c| async move {
             let tx = c.transaction().await?;
-            let mut claims = Vec::with_capacity(fires.len());
-            for fire in &fires {
-                if let Some(why) = &fire.skip_if_active {
-                    lock_routine(&tx, &fire.routine).await?;
-                    if !tx.query(ACTIVE, &[&fire.routine]).await?.is_empty() {
-                        let row = tx
-                            .query_opt(
-                                "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at,
-                                                   finished_at, reason, error, fire_key)
-                                 VALUES ('routine', $1, $2, $3, 'skipped', $4, $4, 'overlap', $5, $6)
-                                 ON CONFLICT DO NOTHING RETURNING id",
-                                &[&fire.routine, &fire.trigger, &fire.scheduled_for, &now, why, &fire.key],
-                            )
-                            .await?;
-                        claims.push(match row {
-                            Some(r) => FireClaim::Skipped(r.try_get(0)?),
-                            None => FireClaim::Duplicate,
-                        });
-                        continue;
-                    }
-                }
-                let row = tx
-                    .query_opt(
-                        "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
-                                           pid, not_before, owner, fire_key)
-                         VALUES ('routine', $1, $2, $3, 'queued', $4, $5, $6, $7, NULL, $8)
-                         ON CONFLICT DO NOTHING RETURNING id",
-                        &[
-                            &fire.routine,
-                            &fire.trigger,
-                            &fire.scheduled_for,
-                            &now,
-                            &fire.context,
-                            &pid,
-                            &fire.not_before,
-                            &fire.key,
-                        ],
+            let checked: Vec<&str> =
+                fires.iter().filter(|f| f.skip_if_active.is_some()).map(|f| f.routine.as_str()).collect();
+            let mut active: HashSet<String> = HashSet::new();
+            if !checked.is_empty() {
+                lock_claims(&tx).await?;
+                let rows = tx
+                    .query(
+                        "SELECT DISTINCT routine FROM runs WHERE routine = ANY($1)
+                           AND status IN ('queued', 'running') AND kind <> 'chat'",
+                        &[&checked],
                     )
                     .await?;
-                claims.push(match row {
-                    Some(r) => FireClaim::Queued(r.try_get(0)?),
-                    None => FireClaim::Duplicate,
-                });
+                active = rows.iter().map(|r| r.try_get(0)).collect::<Result<_, _>>()?;
+            }
+            // Which fires are skipped: those that check, of a routine active before them.
+            let mut skip = Vec::with_capacity(fires.len());
+            for fire in &fires {
+                let skipped = fire.skip_if_active.is_some() && active.contains(&fire.routine);
+                if fire.skip_if_active.is_some() {
+                    active.insert(fire.routine.clone());
+                }
+                skip.push(skipped);
+            }
+            let pick = |skipped: bool| fires.iter().zip(&skip).filter(move |(_, s)| **s == skipped).map(|(f, _)| f);
+            let column = |skipped: bool, get: &dyn Fn(&OwnedFire) -> Option<String>| -> Vec<Option<String>> {
+                pick(skipped).map(get).collect()
+            };
+            let mut claimed: HashMap<(String, Option<String>, Option<String>), i64> = HashMap::new();
+            // Per kind (skipped, queued): the ids of fires without an identity.
+            let mut unkeyed: [Vec<i64>; 2] = [Vec::new(), Vec::new()];
+            for skipped in [true, false] {
+                if pick(skipped).next().is_none() {
+                    continue;
+                }
+                let routine = column(skipped, &|f| Some(f.routine.clone()));
+                let trigger = column(skipped, &|f| Some(f.trigger.clone()));
+                let scheduled_for = column(skipped, &|f| f.scheduled_for.clone());
+                let key = column(skipped, &|f| f.key.clone());
+                let rows = if skipped {
+                    let why = column(true, &|f| f.skip_if_active.clone());
+                    tx.query(
+                        "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, finished_at,
+                                           reason, error, fire_key)
+                         SELECT 'routine', f.routine, f.trigger, f.scheduled_for, 'skipped', $6, $6, 'overlap',
+                                f.why, f.fire_key
+                         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+                              WITH ORDINALITY AS f(routine, trigger, scheduled_for, why, fire_key, ord)
+                         ORDER BY f.ord
+                         ON CONFLICT DO NOTHING RETURNING id, routine, scheduled_for, fire_key",
+                        &[&routine, &trigger, &scheduled_for, &why, &key, &now],
+                    )
+                    .await?
+                } else {
+                    let context = column(false, &|f| Some(f.context.clone()));
+                    let not_before = column(false, &|f| f.not_before.clone());
+                    tx.query(
+                        "INSERT INTO runs (kind, routine, trigger, scheduled_for, status, created_at, trigger_context,
+                                           pid, not_before, owner, fire_key)
+                         SELECT 'routine', f.routine, f.trigger, f.scheduled_for, 'queued', $7, f.context, $8,
+                                f.not_before, NULL, f.fire_key
+                         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+                              WITH ORDINALITY AS f(routine, trigger, scheduled_for, context, not_before, fire_key, ord)
+                         ORDER BY f.ord
+                         ON CONFLICT DO NOTHING RETURNING id, routine, scheduled_for, fire_key",
+                        &[&routine, &trigger, &scheduled_for, &context, &not_before, &key, &now, &pid],
+                    )
+                    .await?
+                };
+                for r in &rows {
+                    let (id, routine, at, key): (i64, String, Option<String>, Option<String>) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+                    if at.is_none() && key.is_none() {
+                        unkeyed[usize::from(skipped)].push(id);
+                    } else {
+                        claimed.insert((routine, at, key), id);
+                    }
+                }
             }
             tx.commit().await?;
+            // A fire with an identity (an instant, a key) is found by it; the others can never
+            // be duplicates, and their ids were drawn in the order of the batch.
+            let [mut queued, mut skipped_ids] = unkeyed;
+            queued.sort_unstable();
+            skipped_ids.sort_unstable();
+            let (mut queued, mut skipped_ids) = (queued.into_iter(), skipped_ids.into_iter());
+            let mut claims = Vec::with_capacity(fires.len());
+            for (fire, skipped) in fires.iter().zip(skip) {
+                let id = if fire.scheduled_for.is_none() && fire.key.is_none() {
+                    if skipped { skipped_ids.next() } else { queued.next() }
+                } else {
+                    claimed.remove(&(fire.routine.clone(), fire.scheduled_for.clone(), fire.key.clone()))
+                };
+                claims.push(match (id, skipped) {
+                    (Some(id), true) => FireClaim::Skipped(id),
+                    (Some(id), false) => FireClaim::Queued(id),
+                    (None, _) => FireClaim::Duplicate,
+                });
+            }
             Ok(claims)
         })
     }
 
     pub(crate) fn set_last_scheduled_many(&self, handled: Vec<(String, String)>) -> Result<(), StoreError> {
         let now = to_db_time(Utc::now());
-        self.call(move |mut c| async move {
-            let tx = c.transaction().await?;
-            for (routine, at) in &handled {
-                tx.execute(UPSERT_LAST, &[routine, at, &now]).await?;
+        self.call(move |c| async move {
+            // One statement for a whole tick; a routine at most once in it (its newest instant).
+            let mut newest: HashMap<String, String> = HashMap::new();
+            for (routine, at) in handled {
+                let slot = newest.entry(routine).or_default();
+                if at > *slot {
+                    *slot = at;
+                }
             }
-            tx.commit().await?;
+            let (routines, instants): (Vec<String>, Vec<String>) = newest.into_iter().unzip();
+            c.execute(
+                "INSERT INTO schedule_state AS s (routine, last_scheduled, updated_at)
+                 SELECT r, a, $3 FROM unnest($1::text[], $2::text[]) AS t(r, a)
+                 ON CONFLICT (routine) DO UPDATE SET
+                     last_scheduled = GREATEST(s.last_scheduled, excluded.last_scheduled),
+                     updated_at = excluded.updated_at",
+                &[&routines, &instants, &now],
+            )
+            .await?;
             Ok(())
         })
     }
