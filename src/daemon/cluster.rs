@@ -7,6 +7,8 @@
 //!   node held in its window go back to the queue; the pump then reads the queue again.
 //! - So another node takes a dead node's work over between `lease` and `lease` plus one sweep
 //!   after the dead node's last heartbeat.
+//! - A node whose own sweeps failed (the database was out of reach) waits one lease after it
+//!   reaches the database again before it judges the others, which were cut off too.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,26 +23,47 @@ pub fn sweep_interval(lease: Duration) -> Duration {
     (lease / 10).clamp(Duration::from_millis(100), Duration::from_secs(5))
 }
 
-/// Sweeps every `every` until `stop`.
-pub async fn sweep_loop(dispatcher: Arc<Dispatcher>, every: Duration, stop: CancellationToken) {
+/// Sweeps every `every` until `stop`. After the database failed a sweep (it restarted, the
+/// network broke), this node judges no other node for one `lease`: they were cut off too, and
+/// need that long to renew the heartbeats they could not write meanwhile.
+pub async fn sweep_loop(dispatcher: Arc<Dispatcher>, every: Duration, lease: Duration, stop: CancellationToken) {
+    // At start the database just answered: this node may judge at once.
+    let now = tokio::time::Instant::now();
+    let mut healthy_since = Some(now.checked_sub(lease).unwrap_or(now));
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             () = tokio::time::sleep(every) => {}
         }
+        let judge = healthy_since.is_some_and(|at| at.elapsed() >= lease);
         let d = dispatcher.clone();
-        match tokio::task::spawn_blocking(move || sweep(&d)).await {
-            Ok(Ok(true)) => dispatcher.look_again(),
-            Ok(Ok(false)) => {}
-            Ok(Err(e)) => tracing::error!(error = %e, "Could not sweep up the work of lost nodes; trying again."),
+        match tokio::task::spawn_blocking(move || sweep(&d, judge)).await {
+            Ok(Ok(came_back)) => {
+                healthy_since.get_or_insert_with(tokio::time::Instant::now);
+                if came_back {
+                    dispatcher.look_again();
+                }
+            }
+            Ok(Err(e)) => {
+                healthy_since = None;
+                tracing::error!(error = %e, "Could not sweep up the work of lost nodes; trying again.");
+            }
             Err(e) => tracing::error!(error = %e, "The sweep for lost nodes failed; trying again."),
         }
     }
 }
 
-/// One sweep. Returns whether fires came back to the queue.
-fn sweep(d: &Dispatcher) -> Result<bool, StoreError> {
+/// One sweep: with `judge`, the work of lost nodes is taken over; this node's own runs that
+/// another node took are stopped in any case. Returns whether fires came back to the queue.
+fn sweep(d: &Dispatcher, judge: bool) -> Result<bool, StoreError> {
     let store = &d.engine.store;
+    let taken = store.taken_over(d.held_runs())?;
+    if !taken.is_empty() {
+        d.stop_taken_over(&taken);
+    }
+    if !judge {
+        return Ok(false);
+    }
     let lost = store.interrupt_orphans()?;
     for id in &lost {
         tracing::warn!(
@@ -53,10 +76,6 @@ fn sweep(d: &Dispatcher) -> Result<bool, StoreError> {
     let released = store.release_lost()?;
     if released > 0 {
         tracing::warn!(fires = released, "Queued fires held by a lost node were given back to the queue.");
-    }
-    let taken = store.taken_over(d.held_runs())?;
-    if !taken.is_empty() {
-        d.stop_taken_over(&taken);
     }
     Ok(!lost.is_empty() || !requeued.is_empty() || released > 0)
 }

@@ -62,7 +62,13 @@ pub struct Scheduler {
     handled: HashMap<String, DateTime<Utc>>,
     /// Told the routines whenever they change (file watches, webhook routes).
     pub on_change: Option<OnChange>,
+    /// Claims that failed in a row, per routine: the next try waits 1 s, doubling up to
+    /// [`MAX_RETRY`], so a database back after a few seconds costs seconds, not a minute.
+    failures: HashMap<String, u32>,
 }
+
+/// The longest wait before a failed claim of a routine's instant is tried again.
+const MAX_RETRY: chrono::Duration = chrono::Duration::seconds(60);
 
 /// See [`Scheduler::on_change`].
 pub type OnChange = Box<dyn FnMut(&HashMap<String, Arc<Routine>>) + Send>;
@@ -76,7 +82,16 @@ impl Scheduler {
             generation: HashMap::new(),
             handled: HashMap::new(),
             on_change: None,
+            failures: HashMap::new(),
         }
+    }
+
+    /// How long until a routine whose claim just failed is tried again (see `failures`).
+    fn retry_delay(&mut self, name: &str) -> chrono::Duration {
+        let failed = self.failures.entry(name.to_string()).or_default();
+        let wait = chrono::Duration::seconds(1i64 << (*failed).min(6)).min(MAX_RETRY);
+        *failed = failed.saturating_add(1);
+        wait
     }
 
     /// Before the first tick: fires interrupted by a crash or a stop are
@@ -169,8 +184,9 @@ impl Scheduler {
             let since = self.handled.get(&routine.name).copied().unwrap_or(now);
             let p = plan::plan(&routine, since, now);
             if let Err(e) = self.record_missed(&routine, &p) {
-                tracing::error!(routine = %routine.name, error = %e, "Could not record missed instants; retrying in a minute.");
-                self.heap.push(Reverse((now + chrono::Duration::seconds(60), routine.name.clone(), generation)));
+                let wait = self.retry_delay(&routine.name);
+                tracing::error!(routine = %routine.name, error = %e, "Could not record missed instants; retrying in {} s.", wait.num_seconds());
+                self.heap.push(Reverse((now + wait, routine.name.clone(), generation)));
                 continue;
             }
             let catch_up = p.fire.len() > 1;
@@ -199,7 +215,7 @@ impl Scheduler {
                     tracing::debug!(routine = %name, run_id = id, %at, "Fired.")
                 }
                 Err(e) => {
-                    tracing::error!(routine = %name, %at, error = %e, "Could not claim a fire; retrying in a minute.");
+                    tracing::error!(routine = %name, %at, error = %e, "Could not claim a fire; retrying soon (1 s, doubling up to a minute).");
                     failed.push(name.clone());
                 }
             }
@@ -213,9 +229,11 @@ impl Scheduler {
         }
         for (routine, generation) in ok {
             if failed.contains(&routine.name) {
-                self.heap.push(Reverse((now + chrono::Duration::seconds(60), routine.name.clone(), generation)));
+                let wait = self.retry_delay(&routine.name);
+                self.heap.push(Reverse((now + wait, routine.name.clone(), generation)));
                 continue;
             }
+            self.failures.remove(&routine.name);
             self.handled.insert(routine.name.clone(), now);
             if let Some(next) = schedule::next_after(&routine, now) {
                 self.heap.push(Reverse((next, routine.name.clone(), generation)));

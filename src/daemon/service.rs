@@ -125,8 +125,9 @@ pub async fn run(
 
     // In a cluster: the work of nodes whose lease lapsed, taken over.
     let sweeps = engine.store.is_shared().then(|| {
-        let every = super::cluster::sweep_interval(config.cluster.lease.get());
-        tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, server_stop.clone()))
+        let lease = config.cluster.lease.get();
+        let every = super::cluster::sweep_interval(lease);
+        tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, lease, server_stop.clone()))
     });
 
     // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),

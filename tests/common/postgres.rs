@@ -71,6 +71,27 @@ pub struct PgServer {
     next_db: AtomicU32,
 }
 
+/// Starts `postgres` on the data of `dir` and `port`, its output in `dir/server.log`.
+fn launch(bin: &Path, dir: &Path, port: u16, user: Option<(u32, u32)>) -> Result<Child, PgSetupError> {
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .map_err(io("open server.log"))?;
+    chown(&dir.join("server.log"), user)?;
+    command(&bin.join("postgres"), user)
+        .arg("-D")
+        .arg(dir.join("data"))
+        .args(["-p", &port.to_string(), "-k"])
+        .arg(dir)
+        .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off"])
+        .args(["-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=32MB"])
+        .stdout(log.try_clone().map_err(io("share server.log"))?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| PgSetupError::NotInstalled(Some(e)))
+}
+
 /// The folder holding `initdb`, `postgres` and `createdb`.
 fn bin_dir() -> Result<PathBuf, PgSetupError> {
     if let Some(dir) = std::env::var_os("ROUTINES_PG_BIN") {
@@ -158,19 +179,7 @@ impl PgServer {
         let mut last = PgSetupError::NotReady;
         for _ in 0..5 {
             let port = free_port()?;
-            let log = std::fs::File::create(dir.join("server.log")).map_err(io("create server.log"))?;
-            chown(&dir.join("server.log"), user)?;
-            let child = command(&bin.join("postgres"), user)
-                .arg("-D")
-                .arg(&data)
-                .args(["-p", &port.to_string(), "-k"])
-                .arg(&dir)
-                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off"])
-                .args(["-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=32MB"])
-                .stdout(log.try_clone().map_err(io("share server.log"))?)
-                .stderr(log)
-                .spawn()
-                .map_err(|e| PgSetupError::NotInstalled(Some(e)))?;
+            let child = launch(&bin, &dir, port, user)?;
             let server = PgServer {
                 child: Mutex::new(Some(child)),
                 dir: dir.clone(),
@@ -210,6 +219,19 @@ impl PgServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         Err(PgSetupError::NotReady)
+    }
+
+    /// Stops the server (fast shutdown: every connection is cut), keeps it down for `down`,
+    /// then starts it again on the same port with the same data: a database restart or a
+    /// network cut, as its clients see it.
+    pub fn restart(&self, down: Duration) -> Result<(), PgSetupError> {
+        self.stop_child();
+        std::thread::sleep(down);
+        let child = launch(&self.bin, &self.dir, self.port, server_user()?)?;
+        if let Ok(mut guard) = self.child.lock() {
+            *guard = Some(child);
+        }
+        self.wait_ready()
     }
 
     /// A new empty database; returns its URL.

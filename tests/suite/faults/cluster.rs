@@ -303,3 +303,53 @@ async fn two_nodes_sharing_a_folder_fire_each_file_change_once() {
     fired.sort();
     assert_eq!(fired, (0..5).map(|i| format!("inbox/{i}.csv")).collect::<Vec<_>>());
 }
+
+/// The database goes away for twice the lease (a restart, a network cut) while both nodes run
+/// runs. When it is back, neither takes the other for dead: a node whose sweeps failed waits a
+/// lease before it judges, and by then every live node has renewed its heartbeat. No run is
+/// interrupted or run a second time, and the routines go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_outage_longer_than_the_lease_takes_no_live_run_over() {
+    let server = Arc::new(postgres::PgServer::start().unwrap());
+    let url = server.database().unwrap();
+    let store = Store::open_postgres(&DatabaseUrl::parse("TEST", &url).unwrap(), None).unwrap();
+    let (model, _asked) = slow_model().await;
+    let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
+    let ports = [free_port(), free_port()];
+    let p = project(&model, &url, smtp.port, &ports);
+    let mut nodes = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let node = p.command(["--config", &format!("node{i}.yaml"), "daemon"]).spawn().await;
+        node.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+        nodes.push(node);
+    }
+    let owners = || -> HashSet<i64> { runs(&store).iter().filter(|r| r.2 == "running").filter_map(|r| r.3).collect() };
+    wait::poll(DEADLINE, Duration::from_millis(50), async || (owners().len() == 2).then_some(()))
+        .await
+        .expect("both nodes running runs");
+    let cut = server.clone();
+    tokio::task::spawn_blocking(move || cut.restart(LEASE * 2)).await.unwrap().unwrap();
+    let back = runs(&store).len();
+    // The routines go on: a dozen more instants after the database came back, all settled.
+    wait::poll(DEADLINE * 2, Duration::from_millis(100), async || {
+        let rows = runs(&store);
+        (rows.len() >= back + 12 && rows.iter().all(|r| r.2 != "running" || r.4 == 1)).then_some(())
+    })
+    .await
+    .unwrap_or_else(|| panic!("the routines go on after the outage: {:#?}\n{}", runs(&store), nodes[0].stderr()));
+    for node in &nodes {
+        assert!(!node.stderr().contains("was interrupted: the node running it stopped"), "{}", node.stderr());
+    }
+    for mut node in nodes {
+        node.signal(libc::SIGTERM);
+        assert_eq!(node.exit_code(DEADLINE).await, 0);
+    }
+    let again: Vec<Row> = runs(&store).into_iter().filter(|r| r.4 > 1).collect();
+    assert!(again.is_empty(), "runs taken over although their node lived: {again:?}");
+    let crashed: i64 = store
+        .postgres()
+        .unwrap()
+        .call(|c| async move { Ok(c.query_one("SELECT COUNT(*) FROM runs WHERE reason = 'crash'", &[]).await?.get(0)) })
+        .unwrap();
+    assert_eq!(crashed, 0);
+}
