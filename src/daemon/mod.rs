@@ -65,6 +65,22 @@ pub struct Scheduler {
     /// Claims that failed in a row, per routine: the next try waits 1 s, doubling up to
     /// [`MAX_RETRY`], so a database back after a few seconds costs seconds, not a minute.
     failures: HashMap<String, u32>,
+    /// Fires from watchers whose claim failed, waiting to be tried again.
+    held: HeldFires,
+}
+
+/// See [`Scheduler::take_fires`].
+#[derive(Debug)]
+struct HeldFires {
+    fires: Vec<IncomingFire>,
+    /// When they are tried again.
+    until: Option<tokio::time::Instant>,
+    /// The wait after the next failure.
+    wait: Duration,
+}
+
+impl HeldFires {
+    const FIRST_WAIT: Duration = Duration::from_secs(1);
 }
 
 /// The longest wait before a failed claim of a routine's instant is tried again.
@@ -83,6 +99,7 @@ impl Scheduler {
             handled: HashMap::new(),
             on_change: None,
             failures: HashMap::new(),
+            held: HeldFires { fires: Vec::new(), until: None, wait: HeldFires::FIRST_WAIT },
         }
     }
 
@@ -281,28 +298,57 @@ impl Scheduler {
         tokio::pin!(stop);
         loop {
             self.tick();
-            let wait = sleep_for(self.clock.now(), self.next_instant());
+            if self.held.until.is_some_and(|at| at <= tokio::time::Instant::now()) {
+                self.held.until = None;
+                let fires = std::mem::take(&mut self.held.fires);
+                self.take_fires(fires);
+            }
+            let mut wait = sleep_for(self.clock.now(), self.next_instant());
+            if let Some(at) = self.held.until {
+                wait = wait.min(at.saturating_duration_since(tokio::time::Instant::now()));
+            }
             tokio::select! {
                 _ = &mut stop => return,
                 _ = tokio::time::sleep(wait) => {}
                 signal = signals.recv() => match signal {
                     Some(Signal::Reload(loaded)) => self.reload(loaded),
-                    Some(Signal::Fire(fire)) => {
-                        let routine = fire.routine.clone();
-                        let key = fire.key.clone();
-                        match self.dispatcher.accept(fire) {
-                            Ok(dispatch::Accepted::Duplicate) => tracing::info!(
-                                routine = %routine,
-                                key = key.as_deref().unwrap_or_default(),
-                                "This file change was already fired (by another node sharing the folder); not fired again."
-                            ),
-                            Ok(_) => {}
-                            Err(e) => tracing::error!(routine = %routine, error = %e, "Could not queue a fire."),
-                        }
-                    }
+                    Some(Signal::Fire(fire)) => self.take_fires(vec![fire]),
                     None => {}
                 },
             }
+        }
+    }
+
+    /// Claims fires from watchers. One whose claim failed for a reason that passes (the
+    /// database out of reach, a full disk) is held back and tried again after 1 s, doubling up
+    /// to a minute: a file event is not dropped for a database that comes back.
+    fn take_fires(&mut self, fires: Vec<IncomingFire>) {
+        let mut again = Vec::new();
+        for (fire, result) in fires.clone().into_iter().zip(self.dispatcher.accept_many(fires)) {
+            match result {
+                Ok(dispatch::Accepted::Duplicate) => tracing::info!(
+                    routine = %fire.routine,
+                    key = fire.key.as_deref().unwrap_or_default(),
+                    "This file change was already fired (by another node sharing the folder); not fired again."
+                ),
+                Ok(_) => {}
+                Err(e) if e.is_transient() => {
+                    tracing::error!(routine = %fire.routine, error = %e, "Could not queue a fire; trying again in {:?}.", self.held.wait);
+                    again.push(fire);
+                }
+                Err(e) => tracing::error!(routine = %fire.routine, error = %e, "Could not queue a fire."),
+            }
+        }
+        if again.is_empty() {
+            if self.held.fires.is_empty() {
+                self.held.wait = HeldFires::FIRST_WAIT;
+            }
+            return;
+        }
+        self.held.fires.extend(again);
+        if self.held.until.is_none() {
+            self.held.until = Some(tokio::time::Instant::now() + self.held.wait);
+            self.held.wait = (self.held.wait * 2).min(Duration::from_secs(60));
         }
     }
 

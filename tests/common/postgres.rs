@@ -221,12 +221,15 @@ impl PgServer {
         Err(PgSetupError::NotReady)
     }
 
-    /// Stops the server (fast shutdown: every connection is cut), keeps it down for `down`,
-    /// then starts it again on the same port with the same data: a database restart or a
-    /// network cut, as its clients see it.
-    pub fn restart(&self, down: Duration) -> Result<(), PgSetupError> {
+    /// Stops the server (fast shutdown: every connection is cut) and keeps its data: with
+    /// [`PgServer::start_again`], a database restart or a network cut as its clients see it.
+    pub fn stop_for_now(&self) {
         self.stop_child();
-        std::thread::sleep(down);
+    }
+
+    /// Starts a server stopped by [`PgServer::stop_for_now`] again, on the same port with the
+    /// same data, and waits until it accepts connections.
+    pub fn start_again(&self) -> Result<(), PgSetupError> {
         let child = launch(&self.bin, &self.dir, self.port, server_user()?)?;
         if let Ok(mut guard) = self.child.lock() {
             *guard = Some(child);

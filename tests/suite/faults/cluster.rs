@@ -307,7 +307,8 @@ async fn two_nodes_sharing_a_folder_fire_each_file_change_once() {
 /// The database goes away for twice the lease (a restart, a network cut) while both nodes run
 /// runs. When it is back, neither takes the other for dead: a node whose sweeps failed waits a
 /// lease before it judges, and by then every live node has renewed its heartbeat. No run is
-/// interrupted or run a second time, and the routines go on.
+/// interrupted or run a second time, and the routines go on. A file that arrives while the
+/// database is away fires once it is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_database_outage_longer_than_the_lease_takes_no_live_run_over() {
     let server = Arc::new(postgres::PgServer::start().unwrap());
@@ -317,6 +318,12 @@ async fn a_database_outage_longer_than_the_lease_takes_no_live_run_over() {
     let smtp = SmtpServer::start_with(Mode::Plain, None, None, 0);
     let ports = [free_port(), free_port()];
     let p = project(&model, &url, smtp.port, &ports);
+    p.write(
+        "routines/inbox.yaml",
+        "on: [{ file: { paths: [\"inbox/*.csv\"], debounce: 200ms } }]\nprompt: \"Read {{ trigger.path }}.\"\n\
+         agent: { tools: [] }\n",
+    );
+    std::fs::create_dir_all(p.path().join("inbox")).unwrap();
     let mut nodes = Vec::new();
     for (i, port) in ports.iter().enumerate() {
         let node = p.command(["--config", &format!("node{i}.yaml"), "daemon"]).spawn().await;
@@ -328,7 +335,15 @@ async fn a_database_outage_longer_than_the_lease_takes_no_live_run_over() {
         .await
         .expect("both nodes running runs");
     let cut = server.clone();
-    tokio::task::spawn_blocking(move || cut.restart(LEASE * 2)).await.unwrap().unwrap();
+    tokio::task::spawn_blocking(move || cut.stop_for_now()).await.unwrap();
+    std::fs::write(p.path().join("inbox/late.csv"), "a,b\n").unwrap();
+    for node in &nodes {
+        node.wait_for_stderr("the file fire held back", |l| l.contains("Could not queue a fire; trying again")).await;
+    }
+    // The outage lasts twice the lease: every heartbeat lapses.
+    tokio::time::sleep(LEASE * 2).await;
+    let cut = server.clone();
+    tokio::task::spawn_blocking(move || cut.start_again()).await.unwrap().unwrap();
     let back = runs(&store).len();
     // The routines go on: a dozen more instants after the database came back, all settled.
     wait::poll(DEADLINE * 2, Duration::from_millis(100), async || {
@@ -344,6 +359,8 @@ async fn a_database_outage_longer_than_the_lease_takes_no_live_run_over() {
         node.signal(libc::SIGTERM);
         assert_eq!(node.exit_code(DEADLINE).await, 0);
     }
+    let late: Vec<Row> = runs(&store).into_iter().filter(|r| r.1 == "inbox").collect();
+    assert_eq!(late.len(), 1, "the file that came during the outage fired once: {late:?}");
     let again: Vec<Row> = runs(&store).into_iter().filter(|r| r.4 > 1).collect();
     assert!(again.is_empty(), "runs taken over although their node lived: {again:?}");
     let crashed: i64 = store
