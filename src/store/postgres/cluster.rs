@@ -163,16 +163,8 @@ impl Pg {
         })?;
         // The round trip blurs the measure by at most its own length.
         let blur = (Utc::now() - sent).num_milliseconds().abs();
-        let limit = i64::try_from(max_skew.as_millis()).unwrap_or(i64::MAX);
-        if skew_ms.abs() > limit.saturating_add(blur) {
-            tracing::warn!(
-                skew_ms,
-                max_skew_ms = limit,
-                "This machine's clock is {} ms {} the database's, more than cluster.max_skew; fix its time \
-                 synchronisation (NTP): time triggers fire that much off.",
-                skew_ms.abs(),
-                if skew_ms > 0 { "ahead of" } else { "behind" }
-            );
+        if let Some(warning) = skew_warning(skew_ms, max_skew, blur) {
+            tracing::warn!(skew_ms, "{warning}");
         }
         Ok(())
     }
@@ -324,6 +316,20 @@ impl Pg {
     }
 }
 
+/// What to say about a clock `skew_ms` ahead of the database's (behind when negative), measured
+/// within `blur_ms`: nothing while it may be within `max_skew`.
+fn skew_warning(skew_ms: i64, max_skew: Duration, blur_ms: i64) -> Option<String> {
+    let limit = i64::try_from(max_skew.as_millis()).unwrap_or(i64::MAX);
+    (skew_ms.abs() > limit.saturating_add(blur_ms)).then(|| {
+        format!(
+            "This machine's clock is {} ms {} the database's, more than cluster.max_skew ({limit} ms); fix its \
+             time synchronisation (NTP): its time triggers fire that much off.",
+            skew_ms.abs(),
+            if skew_ms > 0 { "ahead of" } else { "behind" }
+        )
+    })
+}
+
 /// Renews node `id`'s heartbeat every third of `lease` until the last handle of its database
 /// is dropped.
 fn heartbeat_loop(weak: &Weak<Inner>, id: i64, lease: Duration) {
@@ -444,6 +450,18 @@ mod tests {
         assert_eq!(store.postgres().unwrap().taken_over(1, vec![a1, a2]).unwrap(), Vec::<i64>::new());
         store.postgres().unwrap().start_run(a2, Some(2)).unwrap();
         assert_eq!(store.postgres().unwrap().taken_over(1, vec![a2]).unwrap(), [a2]);
+    }
+
+    #[test]
+    fn a_clock_further_off_than_max_skew_is_named_with_its_direction() {
+        let max = Duration::from_secs(5);
+        assert_eq!(skew_warning(4_999, max, 0), None);
+        assert_eq!(skew_warning(-5_400, max, 500), None, "within the round trip's blur");
+        let ahead = skew_warning(7_250, max, 20).unwrap();
+        assert!(ahead.starts_with("This machine's clock is 7250 ms ahead of the database's"), "{ahead}");
+        assert!(ahead.contains("cluster.max_skew (5000 ms)"), "{ahead}");
+        let behind = skew_warning(-9_000, max, 20).unwrap();
+        assert!(behind.contains("9000 ms behind the database's"), "{behind}");
     }
 
     #[test]
