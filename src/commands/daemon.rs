@@ -13,7 +13,10 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{Error, engine, routines};
 
 pub async fn run(config: Config) -> Result<(), Error> {
-    let lock = DaemonLock::acquire(&config.data_dir).map_err(DaemonError::from)?;
+    // One daemon per SQLite database: the data folder's lock. On PostgreSQL the daemons of a
+    // cluster coordinate in the database, also when they share a data folder.
+    let shared = config.store_url(&routines::config::ProcessEnv).is_some();
+    let lock = if shared { None } else { Some(DaemonLock::acquire(&config.data_dir).map_err(DaemonError::from)?) };
     let loaded = routines(&config);
     let engine = engine(config, true)?;
     let mut terminate = signal(SignalKind::terminate()).map_err(Error::Signals)?;

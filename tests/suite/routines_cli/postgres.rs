@@ -132,3 +132,19 @@ async fn routines_cluster_on_sqlite_says_what_it_needs() {
         .stderr_has("`routines cluster` lists the daemons sharing a PostgreSQL database")
         .stderr_has("set $ROUTINES_DATABASE_URL to a postgres:// URL");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemons_on_one_machine_may_share_a_data_folder_on_postgres() {
+    let (port, other_port) = (crate::common::os::free_port(), crate::common::os::free_port());
+    let p = Routines::project("http://127.0.0.1:9/v1", &format!("server: {{ listen: 127.0.0.1:{port} }}\n"))
+        .env("ROUTINES_DATABASE_URL", &database_url());
+    // The same folder and data folder, another port.
+    let base = p.read("routines.yaml").replace(&port.to_string(), &other_port.to_string());
+    p.write("other.yaml", &base);
+    let one = p.command(["daemon"]).spawn().await;
+    one.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let two = p.command(["--config", "other.yaml", "daemon"]).spawn().await;
+    two.wait_for_http(&format!("http://127.0.0.1:{other_port}/healthz"), 200).await;
+    let nodes = p.run_async(["cluster", "--json"]).await.json();
+    assert_eq!(nodes.as_array().unwrap().len(), 2, "{nodes:#}");
+}
