@@ -84,10 +84,13 @@ async fn a_queued_fire_holds_no_body_in_memory_and_its_run_reads_it_back() {
     // in the window, three only in the database.
     let refilled = async {
         loop {
+            let changed = dispatcher.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             if dispatcher.state.lock().unwrap().loaded == 2 {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            changed.await;
         }
     };
     tokio::time::timeout(Duration::from_secs(20), refilled).await.expect("the window was not refilled");

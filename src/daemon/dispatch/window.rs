@@ -304,10 +304,13 @@ impl Dispatcher {
             }
             state.next_due
         };
+        // Whoever waits on the dispatcher looks again: fires entered the window, or the counts
+        // were set right.
+        let loaded_some = !start.is_empty();
         for (fire, cancel) in start {
             self.spawn(fire, cancel);
         }
-        if resynced {
+        if resynced || loaded_some {
             self.changed.notify_waiters();
         }
         next_due
