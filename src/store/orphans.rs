@@ -10,6 +10,9 @@
 //! check. The file is made locked (written under a temporary name, locked, then renamed), so a
 //! lock file that can be taken belongs to a dead owner; whoever takes it removes it.
 //! Runs written before owners existed, and in-memory stores, fall back to the pid.
+//!
+//! On PostgreSQL the owner is a node of the cluster instead: its row in `nodes` and its
+//! heartbeat say whether it lives, on any machine (`postgres/cluster.rs`).
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
