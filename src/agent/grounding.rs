@@ -6,6 +6,7 @@
 //! (`tool_calls: json`, or a server that refused the field), the task carries an instruction,
 //! and a first reply that calls no tool is asked once more.
 
+use super::events::{CallRecord, ToolStatus};
 use crate::config::routine_file::FirstCall;
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{ChatRequest, Message, Role};
@@ -86,6 +87,57 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
         }
         (Language::Zh, ToolCallMode::Json) => "不要凭记忆或猜测作答。现在调用工具：只回复该调用的 JSON。",
         (Language::Zh, ToolCallMode::Native) => "不要凭记忆或猜测作答。现在调用工具获取事实。",
+    }
+}
+
+/// The failure of the turn's last tool call (repeats aside), to send back before an answer is
+/// taken: when it failed in a way a better call may fix (it failed, erred, had bad arguments or
+/// named no tool; a refusal is final) and either the answer is `silent` or the failure names the
+/// path that was meant. Its first lines, as the model read them.
+pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String> {
+    let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
+    if !matches!(
+        last.status,
+        ToolStatus::Failed | ToolStatus::Error | ToolStatus::InvalidArgs | ToolStatus::UnknownTool
+    ) {
+        return None;
+    }
+    if !silent && !crate::tools::names_a_near_path(&last.result) {
+        return None;
+    }
+    let lines: Vec<&str> = last.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
+    let text: String = lines.join("\n").chars().take(600).collect();
+    Some(format!("{} {}\n{text}", last.tool, last.arguments))
+}
+
+/// What sends a failed last call back before its answer is taken.
+pub(super) fn failure_message(lang: Language, failure: &str) -> String {
+    match lang {
+        Language::En => format!(
+            "Your last tool call failed:\n{failure}\nThe task is not done yet. Fix the call (the path, the command, the arguments) or get the facts another way, then answer from what the tools return."
+        ),
+        Language::Zh => format!(
+            "你上一次的工具调用失败了：\n{failure}\n任务还没有完成。请修正调用（路径、命令、参数）或换一种方式获取事实，然后根据工具返回的结果作答。"
+        ),
+    }
+}
+
+/// What follows calls that only repeated calls already answered: go on with another tool, or
+/// (`answer`: no tool is left to offer) answer.
+pub(super) fn repeat_message(lang: Language, answer: bool) -> &'static str {
+    match (lang, answer) {
+        (Language::En, false) => {
+            "You already have the result of that call above; do not make it again. If the task needs another step, take it with another tool; otherwise give your final answer in plain words."
+        }
+        (Language::En, true) => {
+            "You already have the result of that call above. Now give your final answer in plain words, based on the tool results above. Do not call tools."
+        }
+        (Language::Zh, false) => {
+            "上面已经有那次调用的结果，不要再调用一次。如果任务还需要下一步，请用其他工具完成；否则请用平实的文字给出最终答案。"
+        }
+        (Language::Zh, true) => {
+            "上面已经有那次调用的结果。请根据上面的工具结果，用平实的文字给出最终答案，不要再调用工具。"
+        }
     }
 }
 

@@ -29,6 +29,9 @@ pub enum BadReply {
     CallAsText,
     /// The whole reply repeats, as text, a call already made in this turn.
     RepeatedCall,
+    /// The reply only echoed a tool result (`<tool_response>...`): the model lost its place in
+    /// the task, which may still need a tool (the write it was asked for).
+    Echo,
 }
 
 impl BadReply {
@@ -38,6 +41,7 @@ impl BadReply {
             BadReply::Empty => "its final reply was empty",
             BadReply::CallAsText => "its final reply was a tool call written as text, not an answer",
             BadReply::RepeatedCall => "its final reply repeated, as text, a tool call it had already made",
+            BadReply::Echo => "its final reply only repeated a tool result",
         }
     }
 
@@ -47,6 +51,7 @@ impl BadReply {
             BadReply::Empty => "empty_reply",
             BadReply::CallAsText => "call_as_text",
             BadReply::RepeatedCall => "repeated_call_as_text",
+            BadReply::Echo => "echoed_result",
         }
     }
 
@@ -54,7 +59,7 @@ impl BadReply {
     /// repeated call the model has what it needs and must answer; after a call in prose it may
     /// still make that call properly.
     pub(super) fn withholds_tools(self) -> bool {
-        !matches!(self, BadReply::CallAsText)
+        !matches!(self, BadReply::CallAsText | BadReply::Echo)
     }
 
     /// The message that asks again.
@@ -72,6 +77,12 @@ impl BadReply {
             (BadReply::CallAsText, Language::Zh) => {
                 "不要把工具调用写成文本：那样不会被执行。如果需要工具，请通过工具调用接口调用；否则请用平实的文字给出最终答案。"
             }
+            (BadReply::Echo, Language::En) => {
+                "Do not repeat tool results. Go on with the task: if it needs another step (writing a file, another look), call that tool now; otherwise give your final answer in plain words."
+            }
+            (BadReply::Echo, Language::Zh) => {
+                "不要重复工具结果。继续完成任务：如果还需要下一步（写文件、再查看），现在就调用那个工具；否则请用平实的文字给出最终答案。"
+            }
         }
     }
 }
@@ -85,6 +96,9 @@ pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
     if let Some(call) = json_calls::whole(&text, known) {
         return Verdict::Call(call);
     }
+    if text.trim_start().starts_with("<tool_response>") && !is_empty(&strip_tags(&text)) {
+        return Verdict::Bad(BadReply::Echo);
+    }
     let text = strip_template(&text);
     if json_calls::mentions_call(&text) {
         return Verdict::Bad(BadReply::CallAsText);
@@ -93,6 +107,11 @@ pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
         return Verdict::Bad(BadReply::Empty);
     }
     Verdict::Answer(text)
+}
+
+/// The text without the tool-result tags around it.
+fn strip_tags(text: &str) -> String {
+    text.replace("<tool_response>", "").replace("</tool_response>", "")
 }
 
 /// Nothing, or an empty JSON value some models emit instead of an answer.
@@ -210,6 +229,14 @@ mod tests {
         for reply in ["", "  ", "{}", "null", "<tool_response></tool_response>", "<|im_end|>", "<think>hmm"] {
             assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::Empty), "{reply:?}");
         }
+    }
+
+    #[test]
+    fn an_echoed_tool_result_is_asked_again_with_the_tools() {
+        let reply = "<tool_response>\n# Weekly sync\n- Ben will send the invoice.\n</tool_response>";
+        assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::Echo));
+        assert!(!BadReply::Echo.withholds_tools());
+        assert!(BadReply::Echo.request(Language::En).contains("call that tool now"));
     }
 
     #[test]

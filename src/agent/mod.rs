@@ -11,6 +11,7 @@ mod approach;
 pub mod attach;
 mod dispatch;
 pub mod events;
+mod evidence;
 mod grounding;
 mod history;
 mod hygiene;

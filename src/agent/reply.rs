@@ -129,24 +129,12 @@ const REVIEW_TOTAL: usize = 8000;
 /// when no tool returned anything to review. Results of repeated calls and calls of unknown
 /// tools are left out: they are the agent's own notes, not what was checked.
 pub fn review_prompt(label: &str, asks: &str, instructions: &str, calls: &[CallRecord], token: &str) -> Option<String> {
-    let mut seen = Vec::new();
-    let mut results = String::new();
-    for call in calls {
-        let key = (call.tool.as_str(), call.arguments.as_str());
-        if seen.contains(&key) || matches!(call.status, ToolStatus::Duplicate | ToolStatus::UnknownTool) {
-            continue;
-        }
-        seen.push(key);
-        let output = call.result.trim();
-        let shown: String = output.chars().take(REVIEW_PER_CHECK).collect();
-        let cut = if shown.len() < output.len() { "\n[… cut]" } else { "" };
-        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.tool, call.arguments);
-        if results.len() + block.len() > REVIEW_TOTAL {
-            results.push_str("[… more results cut]\n");
-            break;
-        }
-        results.push_str(&block);
-    }
+    let results = super::evidence::result_blocks(
+        calls,
+        |c| !matches!(c.status, ToolStatus::Duplicate | ToolStatus::UnknownTool),
+        REVIEW_PER_CHECK,
+        REVIEW_TOTAL,
+    );
     if results.is_empty() {
         return None;
     }

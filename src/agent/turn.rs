@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::events::{AgentEvent, CallRecord, RunEvent, TurnStats};
+use super::evidence;
 use super::grounding::{self, FirstCallRule};
 use super::hygiene::{self, BadReply, Verdict};
 use super::{Agent, AgentError, history};
@@ -15,6 +16,7 @@ use crate::config::{Language, ToolCallMode};
 use crate::llm::{
     ChatRequest, ChatResponse, LlmError, Message, Role, StreamDelta, ToolCall, ToolSpec, json_calls, repetition,
 };
+use crate::policy::Effect;
 
 /// Per-turn bookkeeping of tool calls.
 #[derive(Default)]
@@ -54,17 +56,40 @@ impl Agent {
         // A final reply that was not an answer is asked again once per turn; the message goes
         // with the next request only.
         let mut asked: Option<BadReply> = None;
-        let mut pending: Option<&'static str> = None;
+        let mut pending: Option<String> = None;
         let mut withhold = false;
+        // Tools whose call the model repeated word for word: they gave what they can this turn.
+        let mut spent: Vec<String> = Vec::new();
+        // The answer given before a failed look was sent back (unattended turns, once): it stands
+        // if asking again fails.
+        let mut before_failure: Option<Option<String>> = None;
+        // The next request asks for the answer from the evidence (routine turns).
+        let mut from_evidence = false;
+        // The next request requires a tool call (a failed look sent back must be looked again).
+        let mut look_again = false;
         for iteration in 1..=self.opts.max_iterations {
+            let offered = self.offered(&specs, &spent);
+            let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
+                evidence::messages(&system, message, &calls_made, lang)
+            } else {
+                None
+            };
             // After a second identical call, or when only an answer will do, the model must answer.
-            let offer_tools = ledger.repeats < 2 && !withhold && !specs.is_empty();
-            let mut request = self.request(&system, &turn, offer_tools, &specs);
+            let offer_tools = ledger.repeats < 2 && !withhold && !offered.is_empty() && evidence.is_none();
+            let mut request = self.request(&system, &turn, offer_tools, &offered);
+            if let Some(messages) = evidence {
+                self.note("answer_from_evidence", "asked for the final answer from the task and the tool results");
+                request.messages = messages;
+                pending = None;
+            }
             if iteration == 1 {
                 first.shape(&mut request, mode, lang);
             }
+            if std::mem::take(&mut look_again) && first == FirstCallRule::Required && !request.tools.is_empty() {
+                request.require_tool = true;
+            }
             if let Some(text) = pending.take() {
-                grounding::append_user(&mut request.messages, text);
+                grounding::append_user(&mut request.messages, &text);
             }
             let (response, text_shown) = match self.call_model(&request, iteration, tx).await {
                 Err(AgentError::Llm(LlmError::ToolChoiceRefused { message, .. })) if request.require_tool => {
@@ -72,8 +97,19 @@ impl Agent {
                     first = FirstCallRule::refused(&mut request, lang);
                     self.call_model(&request, iteration, tx).await?
                 }
+                // Asking again was the engine's choice: when it fails, the answer it questioned stands.
+                Err(e) if matches!(before_failure, Some(Some(_))) => {
+                    let answer = before_failure.take().flatten().unwrap_or_default();
+                    self.note("failed_check_reask", &format!("asking again failed ({e}); the earlier answer stands"));
+                    turn.push(Message::assistant(answer.clone()));
+                    reply = Some(answer);
+                    break;
+                }
                 other => other?,
             };
+            if let Some(earlier) = &mut before_failure {
+                earlier.take();
+            }
             stats.iterations = iteration;
             stats.prompt_tokens += response.usage.prompt_tokens;
             stats.completion_tokens += response.usage.completion_tokens;
@@ -100,8 +136,25 @@ impl Agent {
                 // A first reply that looked at nothing is a guess (`first_call: tool`).
                 if iteration == 1 && !last && first.reask() {
                     self.note("first_call_reask", "the first reply called no tool; asked again for a tool call");
-                    pending = Some(grounding::reask_message(lang, mode));
+                    pending = Some(grounding::reask_message(lang, mode).to_string());
                     continue;
+                }
+                // Unattended, an answer right after a failed look may rest on nothing: when the
+                // failure says which path was meant, or the answer is the silent token (all is
+                // well, from a check that did not run), it goes back once, with the tools.
+                if let (Ok(text), false, None, Some(routine)) = (&answer, last, &before_failure, &self.routine) {
+                    let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
+                    if let Some(failure) = grounding::last_failure(&calls_made, silent) {
+                        before_failure = Some(Some(text.clone()));
+                        self.note(
+                            "failed_check_reask",
+                            "the reply came after a failed tool call; sent the failure back",
+                        );
+                        pending = Some(grounding::failure_message(lang, &failure));
+                        look_again = true;
+                        spent.clear();
+                        continue;
+                    }
                 }
                 match answer {
                     Ok(text) => {
@@ -127,21 +180,30 @@ impl Agent {
                         self.note(bad.note_kind(), &format!("{}; asked once more", bad.describe()));
                         asked = Some(bad);
                         withhold |= bad.withholds_tools();
-                        pending = Some(bad.request(lang));
+                        from_evidence = bad.withholds_tools();
+                        pending = Some(bad.request(lang).to_string());
                         continue;
                     }
                 }
             }
-            turn.push(Message {
-                role: Role::Assistant,
-                content: (!content.is_empty()).then(|| content.clone()),
-                tool_calls: calls.clone(),
-                tool_call_id: None,
-                reasoning_content: reasoning,
-                images: Vec::new(),
-            });
-            if !content.is_empty() {
-                last_text = content;
+            // Calls that all repeat calls already answered: the model has those results and is
+            // stuck on them (small models make the same call again and again). They are recorded
+            // but left out of the conversation, and the next request offers the other tools, or
+            // none, with a word to go on.
+            let repeats_only = !calls.is_empty()
+                && calls.iter().all(|c| ledger.answered.contains(&(c.name.clone(), self.canonical(c))));
+            if !repeats_only {
+                turn.push(Message {
+                    role: Role::Assistant,
+                    content: (!content.is_empty()).then(|| content.clone()),
+                    tool_calls: calls.clone(),
+                    tool_call_id: None,
+                    reasoning_content: reasoning,
+                    images: Vec::new(),
+                });
+                if !content.is_empty() {
+                    last_text = content;
+                }
             }
             for call in &calls {
                 let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
@@ -153,7 +215,26 @@ impl Agent {
                     status: outcome,
                     result: text.clone(),
                 });
-                turn.push(Message::tool_result(call.id.clone(), text));
+                if !repeats_only {
+                    turn.push(Message::tool_result(call.id.clone(), text));
+                } else if !spent.contains(&call.name) {
+                    spent.push(call.name.clone());
+                }
+            }
+            if repeats_only {
+                let rest = self.offered(&specs, &spent);
+                // Only looking tools left: the model has looked; the answer comes from the evidence.
+                withhold |= rest.is_empty() || (self.routine.is_some() && !rest.iter().any(|t| self.acts(t)));
+                from_evidence = withhold;
+                self.note(
+                    "repeated_call",
+                    if withhold {
+                        "the reply repeated a call already answered; asked for the final answer"
+                    } else {
+                        "the reply repeated a call already answered; offered the other tools"
+                    },
+                );
+                pending = Some(grounding::repeat_message(lang, withhold).to_string());
             }
         }
 
@@ -175,6 +256,20 @@ impl Agent {
         self.last_calls = calls_made;
         self.remember_turn(message, &reply);
         Ok(reply)
+    }
+
+    /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,
+    /// which is what routines mostly run commands for.
+    fn acts(&self, spec: &ToolSpec) -> bool {
+        spec.name != "shell" && self.tools.get(&spec.name).is_some_and(|t| t.effect() != Effect::ReadOnly)
+    }
+
+    /// The tools a request offers: all of them but those `spent`.
+    fn offered(&self, specs: &Arc<[ToolSpec]>, spent: &[String]) -> Arc<[ToolSpec]> {
+        if spent.is_empty() {
+            return specs.clone();
+        }
+        specs.iter().filter(|t| !spent.contains(&t.name)).cloned().collect::<Vec<_>>().into()
     }
 
     fn request(&self, system: &str, turn: &[Message], offer_tools: bool, specs: &Arc<[ToolSpec]>) -> ChatRequest {

@@ -108,7 +108,10 @@ impl Policy {
         // The command rules apply at every level, `full` included.
         let keys = match self.approval_keys(call) {
             Ok(keys) => keys,
-            Err(refusal) => return Decision::Forbidden(refusal.to_string()),
+            Err(refusal) => {
+                let line = call.command.as_deref().unwrap_or_default();
+                return Decision::Forbidden(command::explain(line, &refusal));
+            }
         };
         if !self.exposes(effect) {
             return Decision::Forbidden(format!(

@@ -49,9 +49,16 @@ impl Tool for FileRead {
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let path = ctx.resolve_read_path(&args.path)?;
-        tokio::task::spawn_blocking(move || read(&path, &args))
+        let wanted = args.path.clone();
+        let result = tokio::task::spawn_blocking(move || read(&path, &args))
             .await
-            .map_err(|e| ToolError::System(format!("reading failed: {e}")))?
+            .map_err(|e| ToolError::System(format!("reading failed: {e}")))?;
+        match result {
+            Err(ToolError::Failed { message, partial }) if message.ends_with(NOT_FOUND) => {
+                Err(ToolError::Failed { message: with_suggestion(message, &wanted, ctx), partial })
+            }
+            other => other,
+        }
     }
 }
 
@@ -203,9 +210,46 @@ impl Tool for FileList {
         let mut out = listing.entries.join("\n");
         if listing.more {
             out.push_str(&format!("\n(listing stopped at {MAX_LIST_ENTRIES} entries; list a subdirectory)"));
+        } else if listing.entries.len() >= SUMMARY_FROM {
+            out.push('\n');
+            out.push_str(&summary(&listing.entries));
         }
         Ok(out)
     }
+}
+
+/// Listings of this many entries or more end with their counts.
+const SUMMARY_FROM: usize = 3;
+
+/// The counts of a listing: entries, files, folders and files by extension, e.g. `(6 entries:
+/// 5 files, 1 folder; by type: 3 .md, 1 .png, 1 .txt)`. Small models miscount lists by eye;
+/// "how many Markdown files" is then read, not counted.
+fn summary(entries: &[String]) -> String {
+    let folders = entries.iter().filter(|e| e.ends_with('/')).count();
+    let mut by_type: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for entry in entries.iter().filter(|e| !e.ends_with('/')) {
+        let name = entry.rsplit_once(" (").map_or(entry.as_str(), |(n, _)| n);
+        let name = name.rsplit('/').next().unwrap_or(name);
+        let kind = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => format!(".{}", ext.to_lowercase()),
+            _ => "without extension".to_string(),
+        };
+        *by_type.entry(kind).or_default() += 1;
+    }
+    let files = entries.len() - folders;
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut text = format!(
+        "({}: {}, {}",
+        plural(entries.len(), "entry", "entries"),
+        plural(files, "file", "files"),
+        plural(folders, "folder", "folders")
+    );
+    if !by_type.is_empty() {
+        let kinds: Vec<String> = by_type.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        text.push_str(&format!("; by type: {}", kinds.join(", ")));
+    }
+    text.push(')');
+    text
 }
 
 struct Listing {
@@ -247,11 +291,21 @@ fn list(root: &Path, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std:
     Ok(out)
 }
 
+/// How a failure for a missing path ends.
+const NOT_FOUND: &str = "does not exist; use file_list to see what does";
+
+/// A missing-path failure with the workspace files the model most likely meant.
+fn with_suggestion(message: String, wanted: &str, ctx: &ToolContext) -> String {
+    let allowed = |p: &Path| !ctx.policy.is_forbidden(p);
+    match super::near::suggestion(wanted, &super::near::similar_paths(&ctx.workspace, wanted, &allowed)) {
+        Some(hint) => hint,
+        None => message,
+    }
+}
+
 fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            ToolError::failed(format!("`{shown}` does not exist; use file_list to see what does"))
-        }
+        std::io::ErrorKind::NotFound => ToolError::failed(format!("`{shown}` {NOT_FOUND}")),
         std::io::ErrorKind::PermissionDenied => {
             ToolError::failed(format!("`{shown}` cannot be read: permission denied"))
         }
@@ -289,6 +343,15 @@ mod tests {
             ToolError::failed("`nope.txt` does not exist; use file_list to see what does")
         );
         assert!(matches!(FileRead.call(args("../x", None, None), &c).await, Err(ToolError::Refused(_))));
+        // A file named without its folder: the failure names where it is, never a forbidden copy.
+        for folder in ["logs", "private"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+            std::fs::write(dir.path().join(folder).join("app.log"), "ERROR x\n").unwrap();
+        }
+        assert_eq!(
+            FileRead.call(args("app.log", None, None), &c).await.unwrap_err(),
+            ToolError::failed("`app.log` is not there, but `logs/app.log` exists: use that path")
+        );
         std::fs::write(dir.path().join("bin"), [0u8, 1, 2]).unwrap();
         assert_eq!(
             FileRead.call(args("bin", None, None), &c).await.unwrap_err(),
@@ -319,6 +382,23 @@ mod tests {
         assert_eq!(FileRead.call(args("tail.txt", Some(2), None), &c).await.unwrap(), "b\n(lines 2-2 of 2)");
     }
 
+    #[test]
+    fn a_listing_ends_with_its_counts_by_type() {
+        let entries: Vec<String> = [
+            "faq.md (6 B)",
+            "guides/",
+            "install.md (10 B)",
+            "logo.PNG (1 B)",
+            "Makefile (3 B)",
+            ".env (1 B)",
+            "usage.md (8 B)",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(summary(&entries), "(7 entries: 6 files, 1 folder; by type: 3 .md, 1 .png, 2 without extension)");
+        assert_eq!(summary(&["a/".into(), "b/".into(), "c/".into()]), "(3 entries: 0 files, 3 folders)");
+    }
+
     #[tokio::test]
     async fn lists_directories_without_forbidden_paths() {
         let dir = tempfile::tempdir().unwrap();
@@ -331,6 +411,6 @@ mod tests {
         let flat = FileList.call(FileListArgs { path: None, recursive: None }, &c).await.unwrap();
         assert_eq!(flat, "a.txt (1 B)\nsub/");
         let deep = FileList.call(FileListArgs { path: None, recursive: Some(true) }, &c).await.unwrap();
-        assert_eq!(deep, "a.txt (1 B)\nsub/\nsub/b.md (2 B)");
+        assert_eq!(deep, "a.txt (1 B)\nsub/\nsub/b.md (2 B)\n(3 entries: 2 files, 1 folder; by type: 1 .md, 1 .txt)");
     }
 }

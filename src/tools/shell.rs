@@ -58,7 +58,8 @@ impl Tool for Shell {
     }
 
     async fn call(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let parsed = command::parse(&args.command).map_err(|e| ToolError::Refused(e.to_string()))?;
+        let parsed =
+            command::parse(&args.command).map_err(|e| ToolError::Refused(command::explain(&args.command, &e)))?;
         if let Some(arg) = ctx.policy.forbidden_argument(parsed.argv.get(1..).unwrap_or_default(), &ctx.workspace) {
             return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
         }
@@ -78,7 +79,14 @@ impl Tool for Shell {
         }
         match out.code {
             Some(0) => Ok(if text.trim().is_empty() { "(no output, exit code 0)".into() } else { text }),
-            Some(code) => Err(ToolError::Failed { message: format!("exit code {code}"), partial: Some(text) }),
+            Some(code) => {
+                let allowed = |p: &Path| !ctx.policy.is_forbidden(p);
+                let message = match super::near::command_hint(&ctx.workspace, &text, &allowed) {
+                    Some(hint) => format!("exit code {code}; {hint}"),
+                    None => format!("exit code {code}"),
+                };
+                Err(ToolError::Failed { message, partial: Some(text) })
+            }
             None => Err(ToolError::Failed {
                 message: format!("killed by signal {}", out.signal.unwrap_or(0)),
                 partial: Some(text),

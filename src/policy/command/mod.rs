@@ -123,6 +123,18 @@ pub enum CommandRefusal {
 
 use CommandRefusal as R;
 
+/// Why `line` was refused, with the one-command way to do what a pipe into `wc` meant (small
+/// models count with `grep X f | wc -l`, then misread the lines they get instead).
+pub fn explain(line: &str, refusal: &CommandRefusal) -> String {
+    let reason = refusal.to_string();
+    let counts = line.rsplit_once('|').is_some_and(|(_, last)| last.trim_start().starts_with("wc"));
+    if counts {
+        format!("{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`")
+    } else {
+        reason
+    }
+}
+
 fn operator_reason(op: &str) -> String {
     match op {
         "|" => "`|` pipes into a second command; run one command per shell call".to_string(),

@@ -641,3 +641,13 @@ fn bases_dedupe_outermost_first() {
     assert_eq!(cmd.bases(), ["find", "grep", "wc"]);
     assert_eq!(cmd.inner.len(), 3);
 }
+
+#[test]
+fn a_pipe_into_wc_is_refused_with_the_way_to_count_in_one_command() {
+    let explained = |c: &str| explain(c, &parse(c).unwrap_err());
+    assert_eq!(
+        explained("grep 404 logs/access.log | wc -l"),
+        "`|` pipes into a second command; run one command per shell call; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
+    );
+    assert_eq!(explained("git log | head -5"), "`|` pipes into a second command; run one command per shell call");
+}

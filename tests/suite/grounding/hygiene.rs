@@ -1,11 +1,11 @@
 //! Final-answer hygiene: a final reply is an answer, never a tool call written as text, never
 //! chat-template tokens, never nothing.
 
-use routines::agent::{AgentError, BadReply, RunEvent, ToolStatus};
+use routines::agent::{AgentError, BadReply, ToolStatus};
 use routines::config::Autonomy;
 use serde_json::json;
 
-use super::{ROUTINE_SECTIONS, notes, routine_agent};
+use super::{ROUTINE_SECTIONS, notes, routine_agent, tool_events};
 use crate::common::mock_llm::{text, tool_call};
 use crate::common::{Harness, last_message};
 
@@ -16,17 +16,6 @@ async fn harness() -> Harness {
     h.mock.expect_sections(&ROUTINE_SECTIONS);
     h.write("a.txt", "one\ntwo\nthree\n");
     h
-}
-
-fn tool_events(h: &Harness) -> Vec<(String, ToolStatus)> {
-    h.events
-        .all()
-        .into_iter()
-        .filter_map(|e| match e {
-            RunEvent::ToolCall { tool, status, .. } => Some((tool, status)),
-            _ => None,
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,12 +66,18 @@ async fn a_call_repeated_as_text_is_answered_with_one_request_for_the_final_answ
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs[2].get("tools").is_none(), "only an answer will do now");
+    // The answer is asked from the evidence: the same system prompt, then the task beside what
+    // the tool returned, in one message.
+    let messages = reqs[2]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0], reqs[0]["messages"][0]);
     assert_eq!(
         last_message(&reqs[2])["content"],
-        "Now give your final answer in plain words, based on the tool results above. Do not call tools."
+        "Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n---\n\n\
+         Task: How many lines has a.txt?\n\nAnswer the task from this data, which the tools returned."
     );
     assert_eq!(tool_events(&h).len(), 1, "the repeated call is not run again");
-    assert_eq!(notes(&h), ["repeated_call_as_text"]);
+    assert_eq!(notes(&h), ["repeated_call_as_text", "answer_from_evidence"]);
     h.mock.assert_clean();
 }
 
@@ -108,7 +103,7 @@ async fn an_empty_reply_after_tool_calls_gets_one_more_request() {
     assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "3 lines");
     let reqs = h.mock.requests();
     assert!(reqs[2].get("tools").is_none());
-    assert_eq!(notes(&h), ["empty_reply"]);
+    assert_eq!(notes(&h), ["empty_reply", "answer_from_evidence"]);
     h.mock.assert_clean();
 }
 
@@ -128,6 +123,6 @@ async fn a_reply_still_empty_when_asked_again_is_an_error_not_an_empty_answer() 
         "the model gave no usable final answer: its final reply was empty, also when asked once more"
     );
     assert!(agent.history().is_empty(), "a failed turn does not join the history");
-    assert_eq!(notes(&h), ["empty_reply", "empty_reply"]);
+    assert_eq!(notes(&h), ["empty_reply", "answer_from_evidence", "empty_reply"]);
     h.mock.assert_clean();
 }

@@ -2,12 +2,13 @@
 //! are answers (never a call written as text, template tokens or nothing), a silent reply rests
 //! on a check, and read-only tools are retried when they fail for a passing reason.
 
+mod failures;
 mod first_call;
 mod hygiene;
 mod retries;
 mod runs;
 
-use routines::agent::{Agent, RunEvent};
+use routines::agent::{Agent, RunEvent, ToolStatus};
 use routines::config::Autonomy;
 use routines::config::routine_file::FirstCall;
 
@@ -19,6 +20,18 @@ fn routine_agent(h: &Harness, autonomy: Autonomy) -> Agent {
     agent.set_routine_name("check");
     agent.set_silent_token(Some("NO_REPLY".into()));
     agent
+}
+
+/// The tool calls recorded, in order: tool and status.
+fn tool_events(h: &Harness) -> Vec<(String, ToolStatus)> {
+    h.events
+        .all()
+        .into_iter()
+        .filter_map(|e| match e {
+            RunEvent::ToolCall { tool, status, .. } => Some((tool, status)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The kinds of the notes recorded, in order.

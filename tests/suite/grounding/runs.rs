@@ -94,7 +94,7 @@ async fn a_run_whose_model_never_answers_fails_with_a_clear_error() {
     let show = p.show(1).await;
     assert_eq!(show["status"], "failed");
     let notes: Vec<&Value> = show["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "note").collect();
-    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes.len(), 3, "empty, asked from the evidence, empty again: {notes:?}");
 }
 
 #[tokio::test]

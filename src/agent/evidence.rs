@@ -1,0 +1,103 @@
+//! The final answer asked from the evidence (routine turns): when the engine has to ask for the
+//! answer anyway (the model repeated its calls, or stopped without a word), the request is the
+//! task and what the tools returned, side by side, in one message after the same system prompt,
+//! without tools.
+//!
+//! A 1.5B model reading its own tool-calling conversation picks the checked item of a to-do
+//! list, or counts the IP addresses in three log lines as "10"; given "Data: ... Task: ..." it
+//! names the first unchecked item and counts 3. The request replaces one the engine makes
+//! anyway, so it costs no model call.
+
+use super::events::{CallRecord, ToolStatus};
+use crate::config::Language;
+use crate::llm::Message;
+
+/// How much of one result the request carries, and of all of them.
+const PER_RESULT: usize = 6_000;
+const TOTAL: usize = 16_000;
+
+/// The messages that ask for the answer to `task` from the results of the turn's successful
+/// calls (repeats and failures aside) after the turn's `system` prompt, or `None` when none
+/// returned anything.
+pub(super) fn messages(system: &str, task: &str, calls: &[CallRecord], lang: Language) -> Option<Vec<Message>> {
+    let data = result_blocks(calls, |c| c.status == ToolStatus::Success, PER_RESULT, TOTAL);
+    if data.is_empty() {
+        return None;
+    }
+    let (ask, labels) = match lang {
+        Language::En => ("Answer the task from this data, which the tools returned.", ("Data", "Task")),
+        Language::Zh => ("请根据工具返回的这些数据完成任务。", ("数据", "任务")),
+    };
+    Some(vec![
+        Message::system(system),
+        Message::user(format!("{}:\n{data}---\n\n{}: {}\n\n{ask}", labels.0, labels.1, task.trim())),
+    ])
+}
+
+/// What the calls that `keep` lets through returned, each once, as `--- tool {args} ---` blocks:
+/// at most `per_result` characters of one result and about `total` of all, each cut marked.
+pub(super) fn result_blocks(
+    calls: &[CallRecord],
+    keep: impl Fn(&CallRecord) -> bool,
+    per_result: usize,
+    total: usize,
+) -> String {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut blocks = String::new();
+    for call in calls.iter().filter(|c| keep(c)) {
+        let key = (call.tool.as_str(), call.arguments.as_str());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let result = call.result.trim();
+        let shown: String = result.chars().take(per_result).collect();
+        let cut = if shown.len() < result.len() { "\n[… cut]" } else { "" };
+        let block = format!("--- {} {} ---\n{shown}{cut}\n", call.tool, call.arguments);
+        if blocks.len() + block.len() > total {
+            blocks.push_str("[… more results cut]\n");
+            break;
+        }
+        blocks.push_str(&block);
+    }
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, arguments: &str, status: ToolStatus, result: &str) -> CallRecord {
+        CallRecord { tool: tool.into(), arguments: arguments.into(), status, result: result.into() }
+    }
+
+    #[test]
+    fn the_task_follows_what_the_successful_calls_returned() {
+        let calls = [
+            call("file_read", r#"{"path":"a.md"}"#, ToolStatus::Failed, "[failed] `a.md` does not exist"),
+            call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Success, "- [x] one\n- [ ] two\n"),
+            call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Duplicate, "You already called"),
+        ];
+        let m = messages("## Identity", "What is the first unchecked item in TODO.md?", &calls, Language::En).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].text(), "## Identity");
+        assert_eq!(
+            m[1].text(),
+            "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
+             Task: What is the first unchecked item in TODO.md?\n\n\
+             Answer the task from this data, which the tools returned."
+        );
+        assert!(messages("s", "task", &calls[..1], Language::En).is_none(), "nothing to answer from");
+        assert!(messages("s", "任务", &calls, Language::Zh).unwrap()[1].text().starts_with("数据:\n"));
+    }
+
+    #[test]
+    fn long_results_are_cut_with_a_marker() {
+        let big = "x".repeat(PER_RESULT + 10);
+        let calls: Vec<CallRecord> =
+            (0..4).map(|i| call("file_read", &format!("{{\"path\":\"{i}\"}}"), ToolStatus::Success, &big)).collect();
+        let text = messages("s", "t", &calls, Language::En).unwrap()[1].text().to_string();
+        assert!(text.contains("[… cut]") && text.contains("[… more results cut]"), "{text}");
+        assert!(text.len() < TOTAL + 200);
+    }
+}

@@ -1,0 +1,105 @@
+//! Answers that come right after a failed look, and calls repeated word for word: the engine
+//! sends a failure back once when the answer may rest on nothing, and moves a stuck model on.
+
+use routines::agent::ToolStatus;
+use routines::config::Autonomy;
+use serde_json::{Value, json};
+
+use super::{notes, routine_agent, tool_events};
+use crate::common::mock_llm::{text, tool_call};
+use crate::common::{Harness, last_message};
+
+fn tool_names(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map_or_else(Vec::new, |t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
+}
+
+fn last_text(req: &Value) -> String {
+    last_message(req)["content"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_named_without_its_folder_is_sent_back_with_the_one_that_exists() {
+    let h = Harness::new().await;
+    h.write("logs/app.log", "06:17 ERROR payment provider unreachable\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("The log has no errors."),
+        tool_call("file_read", json!({"path": "logs/app.log"})),
+        text("06:17 ERROR payment provider unreachable"),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message("Check app.log for errors.").await.unwrap();
+    assert_eq!(reply, "06:17 ERROR payment provider unreachable");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        crate::common::content(&reqs[1], 3),
+        "[failed] `app.log` is not there, but `logs/app.log` exists: use that path"
+    );
+    let sent_back = last_text(&reqs[2]);
+    assert!(sent_back.starts_with("Your last tool call failed:\nfile_read {\"path\":\"app.log\"}\n"), "{sent_back}");
+    assert!(!tool_names(&reqs[2]).is_empty(), "the tools are offered to correct the call");
+    assert_eq!(reqs[2]["tool_choice"], "required", "a failed look is looked at again");
+    assert!(reqs[3].get("tool_choice").is_none());
+    assert!(!reqs[2].to_string().contains("The log has no errors."), "the guess is not in the conversation");
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_reply_after_a_failed_check_is_sent_back_once() {
+    let h = Harness::new().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("NO_REPLY"), text("NO_REPLY")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap(), "NO_REPLY");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3, "asked once, then the answer is taken");
+    assert!(last_text(&reqs[2]).contains("`status.json` does not exist"), "{}", last_text(&reqs[2]));
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_with_nothing_to_correct_is_reported_as_the_model_answered() {
+    let h = Harness::new().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("status.json is missing.")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("Summarize status.json.").await.unwrap(), "status.json is missing.");
+    assert_eq!(h.mock.request_count(), 2);
+    assert!(notes(&h).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_asking_again_fails_the_earlier_answer_stands() {
+    let h = Harness::new().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("NO_REPLY")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap(), "NO_REPLY");
+    assert_eq!(notes(&h), ["failed_check_reask", "failed_check_reask"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_call_moves_the_model_on_to_the_other_tools() {
+    let h = Harness::new().await;
+    h.write("notes/meeting.md", "- Ben will send the invoice.\n");
+    let read = || tool_call("file_read", json!({"path": "notes/meeting.md"}));
+    h.mock.push_all([
+        read(),
+        read(),
+        tool_call("file_write", json!({"path": "actions.md", "content": "Ben: send the invoice\n"})),
+        text("Wrote actions.md."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let reply = agent.process_message("Write the action items of notes/meeting.md to actions.md.").await.unwrap();
+    assert_eq!(reply, "Wrote actions.md.");
+    assert_eq!(std::fs::read_to_string(h.workspace().join("actions.md")).unwrap(), "Ben: send the invoice\n");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let third = tool_names(&reqs[2]);
+    assert!(third.contains(&"file_write".to_string()) && !third.contains(&"file_read".to_string()), "{third:?}");
+    assert!(last_text(&reqs[2]).starts_with("You already have the result of that call above"));
+    // The repeat is recorded, but the conversation holds the call once.
+    assert_eq!(reqs[2]["messages"].to_string().matches("notes/meeting.md\\\"}").count(), 1, "{}", reqs[2]);
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, status)| status).collect();
+    assert_eq!(statuses, [ToolStatus::Success, ToolStatus::Duplicate, ToolStatus::Success]);
+}
