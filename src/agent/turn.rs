@@ -70,7 +70,12 @@ impl Agent {
         for iteration in 1..=self.opts.max_iterations {
             let offered = self.offered(&specs, &spent);
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
-                evidence::messages(&system, message, &calls_made, lang)
+                evidence::messages(
+                    message,
+                    &calls_made,
+                    lang,
+                    system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default(),
+                )
             } else {
                 None
             };

@@ -66,15 +66,14 @@ async fn a_call_repeated_as_text_is_answered_with_one_request_for_the_final_answ
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs[2].get("tools").is_none(), "only an answer will do now");
-    // The answer is asked from the evidence: the same system prompt, then the task beside what
-    // the tool returned, in one message.
+    // The answer is asked from the evidence: the task beside what the tool returned, in one
+    // message under a short system prompt (every section, one line each).
     let messages = reqs[2]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
-    assert_eq!(messages[0], reqs[0]["messages"][0]);
+    assert!(messages[0]["content"].as_str().unwrap().contains("Answer the task from the data below"));
     assert_eq!(
         last_message(&reqs[2])["content"],
-        "Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n---\n\n\
-         Task: How many lines has a.txt?\n\nAnswer the task from this data, which the tools returned."
+        "Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n---\n\nTask: How many lines has a.txt?"
     );
     assert_eq!(tool_events(&h).len(), 1, "the repeated call is not run again");
     assert_eq!(notes(&h), ["repeated_call_as_text", "answer_from_evidence"]);
