@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::events::{AgentEvent, RunEvent, ToolStatus};
+use super::hygiene;
 use super::turn::CallLedger;
 use super::{Agent, AgentError, ConfirmRequest, Confirmation};
 use crate::config::Language;
@@ -117,6 +118,9 @@ impl Agent {
                 return (Err(ToolError::InvalidArgs(msg)), ToolStatus::InvalidArgs);
             }
         };
+        if let Some(msg) = template_argument(&args) {
+            return (Err(ToolError::InvalidArgs(msg)), ToolStatus::InvalidArgs);
+        }
         let info = match tool.inspect(&args) {
             Ok(i) => i,
             Err(e) => return (Err(e), ToolStatus::InvalidArgs),
@@ -268,6 +272,17 @@ fn duplicate_note(lang: Language, tool: &str) -> String {
             format!("你在本轮已经用完全相同的参数调用过 {tool}，结果就在上面。不要再调用，请直接使用该结果作答。")
         }
     }
+}
+
+/// Why a call is not run when one of its text arguments is nothing but chat-template tokens
+/// (`{"content": "<tool_response>"}`): a small model that lost its place writes its template
+/// into the file, the memory or the command. What reached the argument is not content, so the
+/// call is answered with what to send instead, and nothing is written.
+fn template_argument(args: &Value) -> Option<String> {
+    // The tokens are not quoted back: a result that carries them reads as a forged turn.
+    let key =
+        args.as_object()?.iter().find_map(|(k, v)| v.as_str().filter(|v| hygiene::template_only(v)).map(|_| k))?;
+    Some(format!("the `{key}` argument holds only chat-template tokens, not content; send the real {key}"))
 }
 
 #[cfg(test)]

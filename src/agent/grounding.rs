@@ -105,9 +105,27 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String>
     if !silent && !crate::tools::names_a_near_path(&last.result) {
         return None;
     }
-    let lines: Vec<&str> = last.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
+    Some(failure_lines(last))
+}
+
+/// The failure to send back when a reply only repeats a call that did not succeed, either
+/// before any call of the turn succeeded or when that call changes something (`acts`: the
+/// write the task asked for, with arguments that did not work). The model is stuck on the
+/// failure (a pipe refused with the command that does the job named, a wrong argument), and
+/// whatever it answered next would rest on nothing or skip the write. A refusal counts only
+/// while nothing succeeded: the model is told again why, and the policy still decides.
+pub(super) fn repeated_failure(calls: &[CallRecord], acts: &dyn Fn(&str) -> bool) -> Option<String> {
+    let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
+    let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
+    let failed_write = last.status != ToolStatus::Refused && acts(&last.tool);
+    (last.status != ToolStatus::Success && (!looked || failed_write)).then(|| failure_lines(last))
+}
+
+/// A failed call as the model reads it sent back: the call, then the result's first lines.
+fn failure_lines(call: &CallRecord) -> String {
+    let lines: Vec<&str> = call.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
     let text: String = lines.join("\n").chars().take(600).collect();
-    Some(format!("{} {}\n{text}", last.tool, last.arguments))
+    format!("{} {}\n{text}", call.tool, call.arguments)
 }
 
 /// What sends a failed last call back before its answer is taken.

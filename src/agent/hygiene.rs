@@ -109,6 +109,12 @@ pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
     Verdict::Answer(text)
 }
 
+/// Whether `text` is chat-template tokens and nothing else (`<tool_response>`, `<|im_end|>`):
+/// never content a tool should write.
+pub(super) fn template_only(text: &str) -> bool {
+    !text.trim().is_empty() && strip_template(&strip_tags(text)).is_empty() && text.contains('<')
+}
+
 /// The text without the tool-result tags around it.
 fn strip_tags(text: &str) -> String {
     text.replace("<tool_response>", "").replace("</tool_response>", "")
@@ -173,6 +179,19 @@ mod tests {
 
     fn known(name: &str) -> bool {
         name == "file_read"
+    }
+
+    #[test]
+    fn only_template_tokens_are_not_content() {
+        for junk in
+            ["<tool_response>", " <tool_response></tool_response>\n", "<|im_end|>", "<|im_end|>\n<|im_start|>assistant"]
+        {
+            assert!(template_only(junk), "{junk:?}");
+        }
+        for content in ["", "  ", "a < b", "<b>bold</b>", "<tool_response>Ben: invoice</tool_response>", "x <|im_end|>"]
+        {
+            assert!(!template_only(content), "{content:?}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod evidence;
 mod grounding;
 mod history;
 mod hygiene;
+mod named;
 pub mod prompt;
 mod record;
 mod reply;

@@ -7,10 +7,11 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::events::{AgentEvent, CallRecord, RunEvent, TurnStats};
+use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::evidence;
 use super::grounding::{self, FirstCallRule};
 use super::hygiene::{self, BadReply, Verdict};
+use super::named;
 use super::{Agent, AgentError, history};
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{
@@ -60,9 +61,12 @@ impl Agent {
         let mut withhold = false;
         // Tools whose call the model repeated word for word: they gave what they can this turn.
         let mut spent: Vec<String> = Vec::new();
-        // The answer given before a failed look was sent back (unattended turns, once): it stands
-        // if asking again fails.
-        let mut before_failure: Option<Option<String>> = None;
+        // The answer given before the engine asked again on its own account (a failed look sent
+        // back, named files no call used), with the note that says why: it stands if asking
+        // again fails. Each of those asks once per turn.
+        let mut standing: Option<(&'static str, String)> = None;
+        let mut failure_sent = false;
+        let mut named_sent = false;
         // The next request asks for the answer from the evidence (routine turns).
         let mut from_evidence = false;
         // The next request requires a tool call (a failed look sent back must be looked again).
@@ -103,18 +107,16 @@ impl Agent {
                     self.call_model(&request, iteration, tx).await?
                 }
                 // Asking again was the engine's choice: when it fails, the answer it questioned stands.
-                Err(e) if matches!(before_failure, Some(Some(_))) => {
-                    let answer = before_failure.take().flatten().unwrap_or_default();
-                    self.note("failed_check_reask", &format!("asking again failed ({e}); the earlier answer stands"));
+                Err(e) if standing.is_some() => {
+                    let (kind, answer) = standing.take().unwrap_or_default();
+                    self.note(kind, &format!("asking again failed ({e}); the earlier answer stands"));
                     turn.push(Message::assistant(answer.clone()));
                     reply = Some(answer);
                     break;
                 }
                 other => other?,
             };
-            if let Some(earlier) = &mut before_failure {
-                earlier.take();
-            }
+            standing = None;
             stats.iterations = iteration;
             stats.prompt_tokens += response.usage.prompt_tokens;
             stats.completion_tokens += response.usage.completion_tokens;
@@ -147,10 +149,11 @@ impl Agent {
                 // Unattended, an answer right after a failed look may rest on nothing: when the
                 // failure says which path was meant, or the answer is the silent token (all is
                 // well, from a check that did not run), it goes back once, with the tools.
-                if let (Ok(text), false, None, Some(routine)) = (&answer, last, &before_failure, &self.routine) {
+                if let (Ok(text), false, false, Some(routine)) = (&answer, last, failure_sent, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
                     if let Some(failure) = grounding::last_failure(&calls_made, silent) {
-                        before_failure = Some(Some(text.clone()));
+                        standing = Some(("failed_check_reask", text.clone()));
+                        failure_sent = true;
                         self.note(
                             "failed_check_reask",
                             "the reply came after a failed tool call; sent the failure back",
@@ -158,6 +161,17 @@ impl Agent {
                         pending = Some(grounding::failure_message(lang, &failure));
                         look_again = true;
                         spent.clear();
+                        continue;
+                    }
+                }
+                // An answer that skipped the files the task names rests on something else.
+                if let (Ok(text), false, false, true) = (&answer, last, named_sent, ledger.repeats < 2) {
+                    if let Some(ask) = self.named_unused(message, &calls_made, &ctx, first, &specs) {
+                        standing = Some(("named_files_reask", text.clone()));
+                        named_sent = true;
+                        pending = Some(ask);
+                        look_again = true;
+                        (spent, withhold) = (Vec::new(), false);
                         continue;
                     }
                 }
@@ -226,7 +240,35 @@ impl Agent {
                     spent.push(call.name.clone());
                 }
             }
-            if repeats_only {
+            let last = iteration == self.opts.max_iterations;
+            // A model that repeats a failed call with nothing in hand is shown the failure once
+            // more, and must call a tool: an answer now would rest on nothing.
+            let can_ask = !last && ledger.repeats < 2 && !withhold;
+            let stuck = match (repeats_only, can_ask && !failure_sent, &self.routine) {
+                (true, true, Some(_)) => grounding::repeated_failure(&calls_made, &|name| {
+                    specs.iter().any(|t| t.name == name && self.acts(t))
+                }),
+                _ => None,
+            };
+            if let Some(failure) = stuck {
+                failure_sent = true;
+                self.note("failed_check_reask", "the reply repeated a failed tool call; sent the failure back");
+                pending = Some(grounding::failure_message(lang, &failure));
+                look_again = true;
+                spent.clear();
+            } else if repeats_only {
+                // Stuck on what it has: first the files the task names that no call used, once.
+                let named = match !named_sent && !last && ledger.repeats < 2 {
+                    true => self.named_unused(message, &calls_made, &ctx, first, &specs),
+                    false => None,
+                };
+                if let Some(ask) = named {
+                    named_sent = true;
+                    pending = Some(ask);
+                    look_again = true;
+                    spent.clear();
+                    continue;
+                }
                 let rest = self.offered(&specs, &spent);
                 // Only looking tools left: the model has looked; the answer comes from the evidence.
                 withhold |= rest.is_empty() || (self.routine.is_some() && !rest.iter().any(|t| self.acts(t)));
@@ -261,6 +303,34 @@ impl Agent {
         self.last_calls = calls_made;
         self.remember_turn(message, &reply);
         Ok(reply)
+    }
+
+    /// The request to use the files the task names that no call has used yet: routine turns
+    /// held to a first tool call, with a tool that reads files, after a call that succeeded.
+    /// Noted when there is one.
+    fn named_unused(
+        &self,
+        task: &str,
+        calls: &[CallRecord],
+        ctx: &crate::tools::ToolContext,
+        first: FirstCallRule,
+        specs: &[ToolSpec],
+    ) -> Option<String> {
+        let reads = specs.iter().any(|t| t.name == "file_read" || t.name == "shell");
+        // A turn that looked at nothing is the first call's and the silence check's business.
+        let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
+        if self.routine.is_none() || first == FirstCallRule::Free || !reads || !looked {
+            return None;
+        }
+        let files = named::unused(task, calls, ctx);
+        if files.is_empty() {
+            return None;
+        }
+        self.note(
+            "named_files_reask",
+            &format!("the task names {} and no tool call used it; asked for one", files.join(", ")),
+        );
+        Some(named::message(self.opts.language, &files))
     }
 
     /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,

@@ -3,21 +3,11 @@
 
 use routines::agent::ToolStatus;
 use routines::config::Autonomy;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{notes, routine_agent, tool_events};
+use super::{last_text, notes, routine_agent, tool_events, tool_names};
+use crate::common::Harness;
 use crate::common::mock_llm::{text, tool_call};
-use crate::common::{Harness, last_message};
-
-fn tool_names(req: &Value) -> Vec<String> {
-    req["tools"]
-        .as_array()
-        .map_or_else(Vec::new, |t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
-}
-
-fn last_text(req: &Value) -> String {
-    last_message(req)["content"].as_str().unwrap_or_default().to_string()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_named_without_its_folder_is_sent_back_with_the_one_that_exists() {
@@ -102,4 +92,59 @@ async fn a_repeated_call_moves_the_model_on_to_the_other_tools() {
     assert_eq!(reqs[2]["messages"].to_string().matches("notes/meeting.md\\\"}").count(), 1, "{}", reqs[2]);
     let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, status)| status).collect();
     assert_eq!(statuses, [ToolStatus::Success, ToolStatus::Duplicate, ToolStatus::Success]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_required() {
+    let h = Harness::new().await;
+    h.write("logs/access.log", "GET /a 404\nGET /b 200\nGET /c 404\nGET /d 404\n");
+    let piped = || tool_call("shell", json!({"command": "grep 404 logs/access.log | wc -l"}));
+    h.mock.push_all([
+        piped(),
+        piped(),
+        tool_call("shell", json!({"command": "grep -c 404 logs/access.log"})),
+        text("3"),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["grep".into(), "wc".into()],
+    );
+    agent.set_routine_name("count");
+    assert_eq!(agent.process_message("How many requests in logs/access.log returned 404?").await.unwrap(), "3");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let sent_back = last_text(&reqs[2]);
+    assert!(
+        sent_back
+            .starts_with("Your last tool call failed:\nshell {\"command\":\"grep 404 logs/access.log | wc -l\"}\n"),
+        "{sent_back}"
+    );
+    assert!(sent_back.contains("grep -c PATTERN FILE"), "the refusal's hint goes back: {sent_back}");
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert!(tool_names(&reqs[2]).contains(&"shell".to_string()), "the repeated tool is offered again");
+    // What the count rests on is the command that ran; the refused one never did.
+    assert_eq!(crate::common::content(&reqs[3], reqs[3]["messages"].as_array().unwrap().len() - 1), "3\n");
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Refused, ToolStatus::Duplicate, ToolStatus::Success]);
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_repeated_after_a_look_that_worked_goes_to_the_answer() {
+    let h = Harness::new().await;
+    h.write("a.txt", "alpha\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        tool_call("file_read", json!({"path": "b.txt"})),
+        tool_call("file_read", json!({"path": "b.txt"})),
+        text("a.txt says alpha; b.txt is missing."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message("Summarize the notes.").await.unwrap();
+    assert_eq!(reply, "a.txt says alpha; b.txt is missing.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(reqs[3].get("tool_choice").is_none(), "nothing is required: the model has a result to answer from");
+    assert!(!notes(&h).contains(&"failed_check_reask"), "{:?}", notes(&h));
 }

@@ -5,12 +5,15 @@
 mod failures;
 mod first_call;
 mod hygiene;
+mod named;
 mod retries;
 mod runs;
 
 use routines::agent::{Agent, RunEvent, ToolStatus};
 use routines::config::Autonomy;
 use routines::config::routine_file::FirstCall;
+
+use serde_json::Value;
 
 use crate::common::Harness;
 
@@ -32,6 +35,18 @@ fn tool_events(h: &Harness) -> Vec<(String, ToolStatus)> {
             _ => None,
         })
         .collect()
+}
+
+/// The names of the tools a request offers.
+fn tool_names(req: &Value) -> Vec<String> {
+    req["tools"]
+        .as_array()
+        .map_or_else(Vec::new, |t| t.iter().map(|t| t["function"]["name"].as_str().unwrap().to_string()).collect())
+}
+
+/// The text of a request's last message.
+fn last_text(req: &Value) -> String {
+    crate::common::last_message(req)["content"].as_str().unwrap_or_default().to_string()
 }
 
 /// The kinds of the notes recorded, in order.

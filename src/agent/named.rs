@@ -1,0 +1,107 @@
+//! Files a routine's task names that no tool call has used (routine turns).
+//!
+//! "Compare prices/october.csv with prices/november.csv": a 1.5B model lists `prices/`, sees two
+//! files of 77 bytes, and answers that the price went from "77 B" to "77 B". The answer rests on
+//! a look, just not on the look the task asked for. Before such an answer is taken, the engine
+//! says once which named files no call has used, and asks for a tool call. Only files that exist
+//! in the workspace and that the policy lets the agent read count, so a task that names a file
+//! it will create, or a path outside the workspace, asks nothing.
+
+use std::path::Path;
+
+use super::events::{CallRecord, ToolStatus};
+use crate::config::Language;
+use crate::tools::ToolContext;
+
+/// Most words of the task looked up on disk.
+const MAX_CANDIDATES: usize = 24;
+/// Most files named in one request.
+const MAX_NAMED: usize = 3;
+
+/// Workspace files the task names (relative or absolute paths) that exist, may be read, and that
+/// no successful call of the turn names in its arguments; at most three, in the task's order,
+/// as the task writes them.
+pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext) -> Vec<String> {
+    let workspace = std::fs::canonicalize(&ctx.workspace).unwrap_or_else(|_| ctx.workspace.clone());
+    let used: Vec<&str> =
+        calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.arguments.as_str()).collect();
+    let mut named = Vec::new();
+    for word in path_words(task).into_iter().take(MAX_CANDIDATES) {
+        let Ok(path) = ctx.resolve_read_path(&word) else { continue };
+        if !path.is_file() {
+            continue;
+        }
+        let relative = path.strip_prefix(&workspace).ok().map(|p| p.to_string_lossy().into_owned());
+        let mentioned = |args: &&str| args.contains(&word) || relative.as_deref().is_some_and(|r| args.contains(r));
+        if !used.iter().any(mentioned) && !named.contains(&word) {
+            named.push(word);
+            if named.len() == MAX_NAMED {
+                break;
+            }
+        }
+    }
+    named
+}
+
+/// Words of `text` shaped like a file path (`a.txt`, `logs/app.log`, `/srv/x/y`): runs of path
+/// characters with a dot or a slash, without the punctuation that ends a sentence; web addresses
+/// are left out. Each once, in order.
+fn path_words(text: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for chunk in text.split_whitespace().filter(|w| !w.contains("://")) {
+        for word in chunk.split(|c: char| !(c.is_ascii_alphanumeric() || "._-/~".contains(c))) {
+            let word = word.trim_end_matches(['.', '/']);
+            let word = word.strip_prefix("./").unwrap_or(word);
+            let shaped = (word.contains('.') || word.contains('/')) && word.chars().any(|c| c.is_ascii_alphabetic());
+            if shaped
+                && word.len() <= 255
+                && !Path::new(word).as_os_str().is_empty()
+                && !words.iter().any(|w| w == word)
+            {
+                words.push(word.to_string());
+            }
+        }
+    }
+    words
+}
+
+/// The message that names the files and asks for the call that uses them.
+pub(super) fn message(lang: Language, files: &[String]) -> String {
+    let list = files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    match lang {
+        Language::En => format!(
+            "The task names {list}, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now, then answer from what the tools return."
+        ),
+        Language::Zh => format!(
+            "任务提到了 {list}，但还没有任何工具调用用到它。现在用工具读取它（或按任务要求处理它），然后根据工具返回的结果作答。"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_words_are_found_in_prose_and_in_chinese() {
+        assert_eq!(
+            path_words("Compare prices/october.csv with prices/november.csv. Which changed?"),
+            ["prices/october.csv", "prices/november.csv"]
+        );
+        assert_eq!(path_words("读取notes/weekly.md，告诉我本周完成了哪些工作。"), ["notes/weekly.md"]);
+        assert_eq!(path_words("See `./TODO.md` and (config/app.toml)."), ["TODO.md", "config/app.toml"]);
+        assert_eq!(
+            path_words("Fetch http://127.0.0.1:8080/pricing.html and version 2.4.0 e.g. now"),
+            ["e.g"],
+            "addresses and numbers are not paths; words that are not files drop out on disk"
+        );
+        assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
+    }
+
+    #[test]
+    fn the_message_names_every_file() {
+        let files = ["a.csv".to_string(), "b.csv".to_string()];
+        assert!(message(Language::En, &files).starts_with("The task names `a.csv`, `b.csv`, but no tool call"));
+        assert!(message(Language::Zh, &files).contains("`a.csv`, `b.csv`"));
+    }
+}

@@ -1,0 +1,163 @@
+//! Files the task names that no call used, and arguments that are only template tokens: the
+//! engine asks once for the call that uses the files, and never writes a template token.
+
+use routines::agent::ToolStatus;
+use routines::config::Autonomy;
+use routines::policy::Policy;
+use serde_json::json;
+
+use super::{last_text, notes, routine_agent, tool_events, tool_names};
+use crate::common::Harness;
+use crate::common::mock_llm::{text, tool_call};
+
+const PRICES: &str = "Compare prices/october.csv with prices/november.csv. Which product changed its price?";
+
+fn prices(h: &Harness) {
+    h.write("prices/october.csv", "product,price\ndesk lamp,24.00\n");
+    h.write("prices/november.csv", "product,price\ndesk lamp,27.50\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_that_skipped_the_files_the_task_names_is_asked_for_them_once() {
+    let h = Harness::new().await;
+    prices(&h);
+    h.mock.push_all([
+        tool_call("file_list", json!({"path": "prices"})),
+        text("It went from 77 B to 77 B."),
+        tool_call("file_read", json!({"path": "prices/october.csv"})),
+        tool_call("file_read", json!({"path": "prices/november.csv"})),
+        text("The desk lamp went from 24.00 to 27.50."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message(PRICES).await.unwrap();
+    assert_eq!(reply, "The desk lamp went from 24.00 to 27.50.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 5);
+    assert_eq!(
+        last_text(&reqs[2]),
+        "The task names `prices/october.csv`, `prices/november.csv`, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now, then answer from what the tools return.",
+        "the request names the files, after the listing's result"
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert!(tool_names(&reqs[2]).contains(&"file_read".to_string()));
+    assert!(!reqs[2].to_string().contains("77 B to 77 B"), "the guess is not in the conversation");
+    assert_eq!(notes(&h), ["named_files_reask"], "asked once: the answer after the reads is taken");
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_repeat_the_named_file_no_call_used_comes_before_the_answer() {
+    let h = Harness::new().await;
+    h.write("CHANGELOG.md", "## 2.4.0\n## 2.3.0\n");
+    h.write("package.json", "{\"version\": \"2.3.0\"}\n");
+    let changelog = || tool_call("file_read", json!({"path": "CHANGELOG.md"}));
+    h.mock.push_all([
+        changelog(),
+        changelog(),
+        tool_call("file_read", json!({"path": "package.json"})),
+        text("No: package.json has 2.3.0, the changelog 2.4.0."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply =
+        agent.process_message("Does the version in package.json match the newest one in CHANGELOG.md?").await.unwrap();
+    assert_eq!(reply, "No: package.json has 2.3.0, the changelog 2.4.0.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let ask = last_text(&reqs[2]);
+    assert!(ask.starts_with("The task names `package.json`, but no tool call has used it yet."), "{ask}");
+    assert!(tool_names(&reqs[2]).contains(&"file_read".to_string()), "the repeated tool is offered again");
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Success, ToolStatus::Duplicate, ToolStatus::Success]);
+    assert_eq!(notes(&h), ["named_files_reask"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_used_by_any_call_missing_files_and_paths_outside_ask_nothing() {
+    let h = Harness::new().await;
+    h.write("data/customers.csv", "a\nb\n");
+    h.write("private/keys.txt", "secret\n");
+    h.mock.push_all([tool_call("file_list", json!({"path": "data"})), text("2 lines."), text("2 lines.")]);
+    let mut agent = h.agent_with(
+        Autonomy::ReadOnly,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| *p = Policy::new(Autonomy::ReadOnly, &h.workspace(), &[h.workspace().join("private")]).unwrap(),
+    );
+    agent.set_routine_name("check");
+    let task = "Count data/customers.csv, compare with /etc/hostname, private/keys.txt and missing.txt.";
+    // `data/customers.csv` is named in the listing's arguments only as its folder: it counts
+    // as unused, while the others are outside, forbidden or absent. (The model answers again
+    // without the call: that answer is taken.)
+    assert_eq!(agent.process_message(task).await.unwrap(), "2 lines.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3, "asked once for the one file that counts");
+    let ask = last_text(&reqs[2]);
+    assert!(ask.starts_with("The task names `data/customers.csv`, but"), "{ask}");
+    for never in ["hostname", "keys.txt", "missing.txt"] {
+        assert!(!ask.contains(never), "{never} named in {ask}");
+    }
+
+    // A call whose arguments name the file (a command, a relative or an absolute path) uses it.
+    let h = Harness::new().await;
+    h.write("data/customers.csv", "a\nb\n");
+    let absolute = h.workspace().join("data/customers.csv").display().to_string();
+    h.mock.push_all([tool_call("file_read", json!({"path": absolute})), text("2 lines.")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines does ./data/customers.csv have?").await.unwrap(), "2 lines.");
+    assert_eq!(h.mock.request_count(), 2);
+    assert!(notes(&h).is_empty(), "{:?}", notes(&h));
+}
+
+/// Runs "write the action items to actions.md" where the model first writes a template token
+/// `bad` times; checks what reached disk and returns the requests.
+async fn write_actions(h: &Harness, bad: usize) -> Vec<serde_json::Value> {
+    h.write("notes/meeting.md", "- Ben will send the invoice.\n");
+    let junk = || tool_call("file_write", json!({"path": "actions.md", "content": "<tool_response>"}));
+    h.mock.push(tool_call("file_read", json!({"path": "notes/meeting.md"})));
+    h.mock.push_all((0..bad).map(|_| junk()));
+    h.mock.push_all([
+        tool_call("file_write", json!({"path": "actions.md", "content": "Ben: send the invoice\n"})),
+        text("Wrote actions.md."),
+    ]);
+    let mut agent = routine_agent(h, Autonomy::Full);
+    let reply = agent.process_message("Write the action items of notes/meeting.md to actions.md.").await.unwrap();
+    assert_eq!(reply, "Wrote actions.md.");
+    assert_eq!(std::fs::read_to_string(h.workspace().join("actions.md")).unwrap(), "Ben: send the invoice\n");
+    h.mock.requests()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_of_only_template_tokens_writes_nothing() {
+    let h = Harness::new().await;
+    let reqs = write_actions(&h, 1).await;
+    let answer = crate::common::content(&reqs[2], reqs[2]["messages"].as_array().unwrap().len() - 1);
+    assert_eq!(
+        answer,
+        "[failed] the `content` argument holds only chat-template tokens, not content; send the real content"
+    );
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Success, ToolStatus::InvalidArgs, ToolStatus::Success]);
+
+    // Nothing else reaches disk or memory either.
+    let h = Harness::new().await;
+    h.mock.push_all([
+        tool_call("file_write", json!({"path": "out.md", "content": "<|im_end|>\n<|im_start|>assistant"})),
+        tool_call("memory_store", json!({"key": "k", "content": "</tool_response>"})),
+        text("done"),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    agent.process_message("Write out.md and remember it.").await.unwrap();
+    assert!(!h.workspace().join("out.md").exists());
+    assert!(h.memory.recall("k", 5).unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_write_repeated_is_sent_back_rather_than_skipped() {
+    let h = Harness::new().await;
+    let reqs = write_actions(&h, 2).await;
+    assert_eq!(reqs.len(), 5);
+    assert!(last_text(&reqs[3]).starts_with("Your last tool call failed:\nfile_write "), "{}", last_text(&reqs[3]));
+    assert_eq!(reqs[3]["tool_choice"], "required");
+    assert!(tool_names(&reqs[3]).contains(&"file_write".to_string()));
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
