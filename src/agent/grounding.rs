@@ -92,8 +92,10 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
 
 /// The failure of the turn's last tool call (repeats aside), to send back before an answer is
 /// taken: when it failed in a way a better call may fix (it failed, erred, had bad arguments or
-/// named no tool; a refusal is final) and either the answer is `silent` or the failure names the
-/// path that was meant. Its first lines, as the model read them.
+/// named no tool; a refusal is final) and either the answer is `silent`, or the failure names
+/// the path that was meant, or a command said it was called wrong (an option it does not know:
+/// the call, not the world, was at fault, and the model tends to answer with advice on how to
+/// call it). Its first lines, as the model read them.
 pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
     if !matches!(
@@ -102,10 +104,23 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String>
     ) {
         return None;
     }
-    if !silent && !crate::tools::names_a_near_path(&last.result) {
-        return None;
-    }
-    Some(failure_lines(last))
+    let misused = last.tool == "shell" && misused(&last.result);
+    (silent || misused || crate::tools::names_a_near_path(&last.result)).then(|| failure_lines(last))
+}
+
+/// Whether a command's error output says it was called wrong, as common tools word it.
+fn misused(output: &str) -> bool {
+    const SAYS: [&str; 7] = [
+        "unrecognized argument",
+        "unrecognized option",
+        "unknown option",
+        "invalid option",
+        "illegal option",
+        "usage: ",
+        "is not a git command",
+    ];
+    let lower = output.to_lowercase();
+    SAYS.iter().any(|s| lower.contains(s))
 }
 
 /// The failure to send back when a reply only repeats a call that did not succeed, either
@@ -233,6 +248,16 @@ mod tests {
         assert!(rule.reask());
         assert!(!rule.reask());
         assert!(!FirstCallRule::Required.reask(), "a provider that enforces the rule is trusted");
+    }
+
+    #[test]
+    fn a_command_called_wrong_is_told_from_a_world_that_is_wrong() {
+        assert!(misused("[failed] exit code 128\nfatal: unrecognized argument: --author-date=now"));
+        assert!(misused("wc: unrecognized option '--lines-count'\nTry 'wc --help'"));
+        assert!(misused("usage: git log [<options>] [<revision-range>]"));
+        assert!(misused("git: 'lg' is not a git command. See 'git --help'."));
+        assert!(!misused("grep: logs/app.log: No such file or directory"));
+        assert!(!misused("[failed] exit code 1"));
     }
 
     #[test]

@@ -148,3 +148,33 @@ async fn a_failed_call_repeated_after_a_look_that_worked_goes_to_the_answer() {
     assert!(reqs[3].get("tool_choice").is_none(), "nothing is required: the model has a result to answer from");
     assert!(!notes(&h).contains(&"failed_check_reask"), "{:?}", notes(&h));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advice_after_a_command_called_wrong_is_sent_back_with_the_failure() {
+    let h = Harness::new().await;
+    h.write("app.log", "INFO up\nERROR disk full\n");
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "grep --errors-only ERROR app.log"})),
+        text("The option --errors-only is not recognized; try grep ERROR app.log instead."),
+        tool_call("shell", json!({"command": "grep ERROR app.log"})),
+        text("ERROR disk full"),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["grep".into()],
+    );
+    agent.set_routine_name("errors");
+    assert_eq!(agent.process_message("Quote the errors in app.log.").await.unwrap(), "ERROR disk full");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let sent_back = last_text(&reqs[2]);
+    assert!(
+        sent_back.starts_with("Your last tool call failed:\nshell {\"command\":\"grep --errors-only"),
+        "{sent_back}"
+    );
+    assert!(sent_back.to_lowercase().contains("unrecognized option"), "grep's own words go back: {sent_back}");
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert!(!reqs[2].to_string().contains("try grep ERROR"), "the advice is not in the conversation");
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
