@@ -22,19 +22,31 @@ const TOTAL: usize = 16_000;
 
 /// The messages that ask for the answer to `task` from the results of the turn's successful
 /// calls (repeats and failures aside), or `None` when none returned anything.
-/// `now` is the Environment line of the turn's prompt (`Current time: ...`).
-pub(super) fn messages(task: &str, calls: &[CallRecord], lang: Language, now: &str) -> Option<Vec<Message>> {
+/// `now` is the Environment line of the turn's prompt (`Current time: ...`); `remembered` the
+/// lines of its Memory section, which go first (a task that compares with last time needs
+/// them, and the calls of the turn may have stored over them).
+pub(super) fn messages(
+    task: &str,
+    calls: &[CallRecord],
+    lang: Language,
+    now: &str,
+    remembered: &str,
+) -> Option<Vec<Message>> {
     let data = result_blocks(calls, |c| c.status == ToolStatus::Success, PER_RESULT, TOTAL);
     if data.is_empty() {
         return None;
     }
-    let labels = match lang {
-        Language::En => ("Data", "Task"),
-        Language::Zh => ("数据", "任务"),
+    let (data_label, task_label, memory_label) = match lang {
+        Language::En => ("Data", "Task", "remembered before this run"),
+        Language::Zh => ("数据", "任务", "本次运行之前记住的"),
+    };
+    let memory = match remembered.trim() {
+        "" => String::new(),
+        lines => format!("--- {memory_label} ---\n{lines}\n"),
     };
     Some(vec![
         Message::system(system_prompt(lang, now)),
-        Message::user(format!("{}:\n{data}---\n\n{}: {}", labels.0, labels.1, task.trim())),
+        Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}", task.trim())),
     ])
 }
 
@@ -110,8 +122,8 @@ mod tests {
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Success, "- [x] one\n- [ ] two\n"),
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Duplicate, "You already called"),
         ];
-        let m =
-            messages("What is the first unchecked item in TODO.md?", &calls, Language::En, "Current time: x").unwrap();
+        let m = messages("What is the first unchecked item in TODO.md?", &calls, Language::En, "Current time: x", "")
+            .unwrap();
         assert_eq!(m.len(), 2);
         let system = m[0].text();
         let headings: Vec<&str> = system.lines().filter(|l| l.starts_with("## ")).collect();
@@ -122,8 +134,14 @@ mod tests {
             "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
              Task: What is the first unchecked item in TODO.md?"
         );
-        assert!(messages("task", &calls[..1], Language::En, "").is_none(), "nothing to answer from");
-        assert!(messages("任务", &calls, Language::Zh, "").unwrap()[1].text().starts_with("数据:\n"));
+        assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n").is_none(), "nothing to answer from");
+        assert!(messages("任务", &calls, Language::Zh, "", "").unwrap()[1].text().starts_with("数据:\n"));
+        let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n").unwrap();
+        assert!(
+            m[1].text().starts_with("Data:\n--- remembered before this run ---\n- stock: 40 widgets\n--- file_read "),
+            "{}",
+            m[1].text()
+        );
     }
 
     #[test]
@@ -131,7 +149,7 @@ mod tests {
         let big = "x".repeat(PER_RESULT + 10);
         let calls: Vec<CallRecord> =
             (0..4).map(|i| call("file_read", &format!("{{\"path\":\"{i}\"}}"), ToolStatus::Success, &big)).collect();
-        let text = messages("t", &calls, Language::En, "").unwrap()[1].text().to_string();
+        let text = messages("t", &calls, Language::En, "", "").unwrap()[1].text().to_string();
         assert!(text.contains("[… cut]") && text.contains("[… more results cut]"), "{text}");
         assert!(text.len() < TOTAL + 200);
     }

@@ -121,9 +121,7 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
     if p.recalled.is_empty() {
         s.push_str("Nothing relevant recalled.\n");
     } else {
-        for m in p.recalled {
-            let _ = writeln!(s, "- {}: {}", m.key, excerpt(&m.content, MAX_MEMORY_CHARS));
-        }
+        s.push_str(&memory_lines(p.recalled));
     }
 
     let _ = write!(
@@ -183,6 +181,11 @@ fn skills_section(s: &mut String, k: &SkillsPrompt) {
             let _ = writeln!(s, "Its files (read them with file_read when needed): {}", skill.resources.join(", "));
         }
     }
+}
+
+/// Recalled memories as the Memory section lists them: `- key: excerpt`, one per line.
+pub(super) fn memory_lines(recalled: &[MemoryEntry]) -> String {
+    recalled.iter().map(|m| format!("- {}: {}\n", m.key, excerpt(&m.content, MAX_MEMORY_CHARS))).collect()
 }
 
 fn excerpt(text: &str, max: usize) -> String {

@@ -40,6 +40,7 @@ impl Agent {
         let specs = self.tool_specs();
         let recalled = self.recall(message);
         let system = self.build_prompt(&specs, &recalled, message);
+        let remembered = super::prompt::memory_lines(&recalled);
         let ctx = self.tool_context();
 
         let mut turn = vec![self.user_message(message)];
@@ -79,6 +80,7 @@ impl Agent {
                     &calls_made,
                     lang,
                     system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default(),
+                    &remembered,
                 )
             } else {
                 None

@@ -125,3 +125,29 @@ async fn a_reply_still_empty_when_asked_again_is_an_error_not_an_empty_answer() 
     assert_eq!(notes(&h), ["empty_reply", "answer_from_evidence", "empty_reply"]);
     h.mock.assert_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_from_the_evidence_keeps_what_was_remembered_before_the_run() {
+    let h = Harness::new().await;
+    h.write("stock.txt", "widgets: 35\n");
+    h.memory.store("stock", "widgets: 40", "core").unwrap();
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "stock.txt"})),
+        tool_call("memory_store", json!({"key": "stock", "content": "widgets: 35"})),
+        text(""),
+        text("35 widgets, 5 fewer than the 40 last time."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let reply = agent.process_message("Read stock.txt, compare the widgets with last time, remember today's.").await;
+    assert_eq!(reply.unwrap(), "35 widgets, 5 fewer than the 40 last time.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    // The turn stored over the memory; the answer still sees what it said before.
+    assert_eq!(h.memory.recall("stock", 5).unwrap()[0].content, "widgets: 35");
+    let data = last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(
+        data.starts_with("Data:\n--- remembered before this run ---\n- stock: widgets: 40\n--- file_read "),
+        "{data}"
+    );
+    assert_eq!(notes(&h), ["empty_reply", "answer_from_evidence"]);
+}
