@@ -6,6 +6,11 @@
 //! says once which named files no call has used, and asks for a tool call. Only files that exist
 //! in the workspace and that the policy lets the agent read count, so a task that names a file
 //! it will create, or a path outside the workspace, asks nothing.
+//!
+//! A file the task names that does not exist yet, in a folder that does, counts too when the
+//! agent can write files: "write the action items to actions.md", and the model echoed the
+//! notes instead. The request then says it does not exist yet and asks for the write if the
+//! task asks for one.
 
 use std::path::Path;
 
@@ -18,29 +23,56 @@ const MAX_CANDIDATES: usize = 24;
 /// Most files named in one request.
 const MAX_NAMED: usize = 3;
 
-/// Workspace files the task names (relative or absolute paths) that exist, may be read, and that
-/// no successful call of the turn names in its arguments; at most three, in the task's order,
+/// What the task names that no call has used.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Unused {
+    /// Files that exist, may be read, and no successful call named.
+    pub(super) existing: Vec<String>,
+    /// Files that do not exist yet, in a folder that does, that a write could create
+    /// (only when `writes`): "write the action items to actions.md".
+    pub(super) missing: Vec<String>,
+}
+
+impl Unused {
+    pub(super) fn is_empty(&self) -> bool {
+        self.existing.is_empty() && self.missing.is_empty()
+    }
+}
+
+/// Workspace files the task names (relative or absolute paths) that no successful call of the
+/// turn names in its arguments: those that exist and may be read, and, when the agent can
+/// write files (`writes`), those it could create; at most three in all, in the task's order,
 /// as the task writes them.
-pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext) -> Vec<String> {
+pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes: bool) -> Unused {
     let workspace = std::fs::canonicalize(&ctx.workspace).unwrap_or_else(|_| ctx.workspace.clone());
     let used: Vec<&str> =
         calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.arguments.as_str()).collect();
-    let mut named = Vec::new();
+    let mut named = Unused::default();
     for word in path_words(task).into_iter().take(MAX_CANDIDATES) {
-        let Ok(path) = ctx.resolve_read_path(&word) else { continue };
-        if !path.is_file() {
-            continue;
-        }
+        let (path, exists) = match ctx.resolve_read_path(&word) {
+            Ok(path) if path.is_file() => (path, true),
+            _ if writes => match ctx.policy.resolve_write_path(&word) {
+                Ok(path) if creatable(&path) => (path, false),
+                _ => continue,
+            },
+            _ => continue,
+        };
         let relative = path.strip_prefix(&workspace).ok().map(|p| p.to_string_lossy().into_owned());
         let mentioned = |args: &&str| args.contains(&word) || relative.as_deref().is_some_and(|r| args.contains(r));
-        if !used.iter().any(mentioned) && !named.contains(&word) {
-            named.push(word);
-            if named.len() == MAX_NAMED {
-                break;
-            }
+        if used.iter().any(mentioned) || named.existing.contains(&word) || named.missing.contains(&word) {
+            continue;
+        }
+        if exists { &mut named.existing } else { &mut named.missing }.push(word);
+        if named.existing.len() + named.missing.len() == MAX_NAMED {
+            break;
         }
     }
     named
+}
+
+/// A file that does not exist, with an extension, in a folder that does.
+fn creatable(path: &Path) -> bool {
+    !path.exists() && path.extension().is_some() && path.parent().is_some_and(Path::is_dir)
 }
 
 /// Words of `text` shaped like a file path (`a.txt`, `logs/app.log`, `/srv/x/y`): runs of path
@@ -66,16 +98,40 @@ fn path_words(text: &str) -> Vec<String> {
 }
 
 /// The message that names the files and asks for the call that uses them.
-pub(super) fn message(lang: Language, files: &[String]) -> String {
-    let list = files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
-    match lang {
-        Language::En => format!(
-            "The task names {list}, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now, then answer from what the tools return."
-        ),
-        Language::Zh => format!(
-            "任务提到了 {list}，但还没有任何工具调用用到它。现在用工具读取它（或按任务要求处理它），然后根据工具返回的结果作答。"
-        ),
+pub(super) fn message(lang: Language, files: &Unused) -> String {
+    let list = |files: &[String]| files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    let mut parts = Vec::new();
+    if !files.existing.is_empty() {
+        parts.push(match lang {
+            Language::En => format!(
+                "The task names {}, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now.",
+                list(&files.existing)
+            ),
+            Language::Zh => {
+                format!("任务提到了 {}，但还没有任何工具调用用到它。现在用工具读取它（或按任务要求处理它）。", list(&files.existing))
+            }
+        });
     }
+    if !files.missing.is_empty() {
+        parts.push(match lang {
+            Language::En => format!(
+                "The task names {}, which does not exist yet and no tool call has written it. If the task asks for it, write it with a tool now.",
+                list(&files.missing)
+            ),
+            Language::Zh => format!(
+                "任务提到了 {}，它还不存在，也没有任何工具调用写过它。如果任务要求写它，现在就用工具写入。",
+                list(&files.missing)
+            ),
+        });
+    }
+    parts.push(
+        match lang {
+            Language::En => "Then answer from what the tools return.",
+            Language::Zh => "然后根据工具返回的结果作答。",
+        }
+        .to_string(),
+    );
+    parts.join(" ")
 }
 
 #[cfg(test)]
@@ -100,8 +156,13 @@ mod tests {
 
     #[test]
     fn the_message_names_every_file() {
-        let files = ["a.csv".to_string(), "b.csv".to_string()];
-        assert!(message(Language::En, &files).starts_with("The task names `a.csv`, `b.csv`, but no tool call"));
+        let files = Unused { existing: vec!["a.csv".into(), "b.csv".into()], missing: vec!["out.md".into()] };
+        let en = message(Language::En, &files);
+        assert!(en.starts_with("The task names `a.csv`, `b.csv`, but no tool call has used it yet."), "{en}");
+        assert!(en.contains(" The task names `out.md`, which does not exist yet"), "{en}");
+        assert!(en.ends_with(" Then answer from what the tools return."), "{en}");
         assert!(message(Language::Zh, &files).contains("`a.csv`, `b.csv`"));
+        let only_read = Unused { existing: vec!["a.csv".into()], missing: vec![] };
+        assert!(!message(Language::En, &only_read).contains("does not exist"));
     }
 }

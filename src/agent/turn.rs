@@ -259,21 +259,21 @@ impl Agent {
                 look_again = true;
                 spent.clear();
             } else if repeats_only {
-                // Stuck on what it has: first the files the task names that no call used, once.
-                let named = match !named_sent && !last && ledger.repeats < 2 {
-                    true => self.named_unused(message, &calls_made, &ctx, first, &specs),
-                    false => None,
+                let rest = self.offered(&specs, &spent);
+                // Only looking tools left: the model has looked; the answer comes from the evidence.
+                withhold |= rest.is_empty() || (self.routine.is_some() && !rest.iter().any(|t| self.acts(t)));
+                // About to answer: first the files the task names that no call has used, once.
+                let named = match (withhold, !named_sent && !last && ledger.repeats < 2) {
+                    (true, true) => self.named_unused(message, &calls_made, &ctx, first, &specs),
+                    _ => None,
                 };
                 if let Some(ask) = named {
                     named_sent = true;
                     pending = Some(ask);
                     look_again = true;
-                    spent.clear();
+                    (spent, withhold) = (Vec::new(), false);
                     continue;
                 }
-                let rest = self.offered(&specs, &spent);
-                // Only looking tools left: the model has looked; the answer comes from the evidence.
-                withhold |= rest.is_empty() || (self.routine.is_some() && !rest.iter().any(|t| self.acts(t)));
                 from_evidence = withhold;
                 self.note(
                     "repeated_call",
@@ -324,14 +324,13 @@ impl Agent {
         if self.routine.is_none() || first == FirstCallRule::Free || !reads || !looked {
             return None;
         }
-        let files = named::unused(task, calls, ctx);
+        let writes = specs.iter().any(|t| t.name == "file_write");
+        let files = named::unused(task, calls, ctx, writes);
         if files.is_empty() {
             return None;
         }
-        self.note(
-            "named_files_reask",
-            &format!("the task names {} and no tool call used it; asked for one", files.join(", ")),
-        );
+        let all = [files.existing.as_slice(), files.missing.as_slice()].concat().join(", ");
+        self.note("named_files_reask", &format!("the task names {all} and no tool call used it; asked for one"));
         Some(named::message(self.opts.language, &files))
     }
 

@@ -128,10 +128,31 @@ use CommandRefusal as R;
 pub fn explain(line: &str, refusal: &CommandRefusal) -> String {
     let reason = refusal.to_string();
     let counts = line.rsplit_once('|').is_some_and(|(_, last)| last.trim_start().starts_with("wc"));
-    if counts {
-        format!("{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`")
-    } else {
-        reason
+    match (counts, count_in_one(line)) {
+        (true, Some(one)) => format!("{reason}; this counts in one command: `{one}`"),
+        (true, None) => {
+            format!(
+                "{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
+            )
+        }
+        _ => reason,
+    }
+}
+
+/// The one command that does what `grep ARGS | wc -l` or `cat FILE | wc -l` does (shellcheck's
+/// SC2126): a small model copies a command, not a pattern.
+fn count_in_one(line: &str) -> Option<String> {
+    let (left, right) = line.split_once('|')?;
+    if right.contains('|') || right.split_whitespace().collect::<Vec<_>>() != ["wc", "-l"] {
+        return None;
+    }
+    let words: Vec<&str> = left.split_whitespace().collect();
+    match words.as_slice() {
+        ["grep", rest @ ..] if !rest.is_empty() && !rest.iter().any(|w| w.starts_with("-c") || *w == "--count") => {
+            Some(format!("grep -c {}", left.trim().strip_prefix("grep")?.trim_start()))
+        }
+        ["cat", file] => Some(format!("wc -l {file}")),
+        _ => None,
     }
 }
 

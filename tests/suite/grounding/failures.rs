@@ -120,7 +120,10 @@ async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_r
             .starts_with("Your last tool call failed:\nshell {\"command\":\"grep 404 logs/access.log | wc -l\"}\n"),
         "{sent_back}"
     );
-    assert!(sent_back.contains("grep -c PATTERN FILE"), "the refusal's hint goes back: {sent_back}");
+    assert!(
+        sent_back.contains("this counts in one command: `grep -c 404 logs/access.log`"),
+        "the refusal's hint goes back: {sent_back}"
+    );
     assert_eq!(reqs[2]["tool_choice"], "required");
     assert!(tool_names(&reqs[2]).contains(&"shell".to_string()), "the repeated tool is offered again");
     // What the count rests on is the command that ran; the refused one never did.

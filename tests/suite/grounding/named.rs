@@ -8,7 +8,8 @@ use serde_json::json;
 
 use super::{last_text, notes, routine_agent, tool_events, tool_names};
 use crate::common::Harness;
-use crate::common::mock_llm::{text, tool_call};
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const PRICES: &str = "Compare prices/october.csv with prices/november.csv. Which product changed its price?";
 
@@ -35,7 +36,7 @@ async fn an_answer_that_skipped_the_files_the_task_names_is_asked_for_them_once(
     assert_eq!(reqs.len(), 5);
     assert_eq!(
         last_text(&reqs[2]),
-        "The task names `prices/october.csv`, `prices/november.csv`, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now, then answer from what the tools return.",
+        "The task names `prices/october.csv`, `prices/november.csv`, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now. Then answer from what the tools return.",
         "the request names the files, after the listing's result"
     );
     assert_eq!(reqs[2]["tool_choice"], "required");
@@ -45,31 +46,33 @@ async fn an_answer_that_skipped_the_files_the_task_names_is_asked_for_them_once(
     h.mock.assert_clean();
 }
 
+/// Through the binary, as a routine that may only read files (so the answer is next).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_repeat_the_named_file_no_call_used_comes_before_the_answer() {
-    let h = Harness::new().await;
-    h.write("CHANGELOG.md", "## 2.4.0\n## 2.3.0\n");
-    h.write("package.json", "{\"version\": \"2.3.0\"}\n");
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/versions.yaml",
+        "prompt: Does the version in package.json match the newest one in CHANGELOG.md?\nagent: { tools: [file_read] }\n",
+    )
+    .write("CHANGELOG.md", "## 2.4.0\n## 2.3.0\n")
+    .write("package.json", "{\"version\": \"2.3.0\"}\n");
     let changelog = || tool_call("file_read", json!({"path": "CHANGELOG.md"}));
-    h.mock.push_all([
+    mock.push_all([
         changelog(),
         changelog(),
         tool_call("file_read", json!({"path": "package.json"})),
         text("No: package.json has 2.3.0, the changelog 2.4.0."),
     ]);
-    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
-    let reply =
-        agent.process_message("Does the version in package.json match the newest one in CHANGELOG.md?").await.unwrap();
-    assert_eq!(reply, "No: package.json has 2.3.0, the changelog 2.4.0.");
-    let reqs = h.mock.requests();
+    let o = p.run_async(["run", "versions"]).await;
+    o.success().stdout_is("No: package.json has 2.3.0, the changelog 2.4.0.\n");
+    let reqs = mock.requests();
     assert_eq!(reqs.len(), 4);
     let ask = last_text(&reqs[2]);
     assert!(ask.starts_with("The task names `package.json`, but no tool call has used it yet."), "{ask}");
-    assert!(tool_names(&reqs[2]).contains(&"file_read".to_string()), "the repeated tool is offered again");
+    assert_eq!(tool_names(&reqs[2]), ["file_read"], "the repeated tool is offered again");
     assert_eq!(reqs[2]["tool_choice"], "required");
-    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
-    assert_eq!(statuses, [ToolStatus::Success, ToolStatus::Duplicate, ToolStatus::Success]);
-    assert_eq!(notes(&h), ["named_files_reask"]);
+    mock.assert_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,4 +163,37 @@ async fn a_failed_write_repeated_is_sent_back_rather_than_skipped() {
     assert_eq!(reqs[3]["tool_choice"], "required");
     assert!(tool_names(&reqs[3]).contains(&"file_write".to_string()));
     assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_the_task_says_to_write_and_no_call_wrote_is_asked_for() {
+    let h = Harness::new().await;
+    h.write("notes/meeting.md", "- Ben will send the invoice.\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "notes/meeting.md"})),
+        text("Write the action items of notes/meeting.md to actions.md."),
+        tool_call("file_write", json!({"path": "actions.md", "content": "Ben: send the invoice\n"})),
+        text("Wrote actions.md."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let task = "Write the action items of notes/meeting.md to actions.md; skip drafts/old.md.";
+    assert_eq!(agent.process_message(task).await.unwrap(), "Wrote actions.md.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_text(&reqs[2]),
+        "The task names `actions.md`, which does not exist yet and no tool call has written it. If the task asks for it, write it with a tool now. Then answer from what the tools return.",
+        "a file in a folder that does not exist (drafts/) is not named"
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert_eq!(std::fs::read_to_string(h.workspace().join("actions.md")).unwrap(), "Ben: send the invoice\n");
+    assert_eq!(notes(&h), ["named_files_reask"]);
+
+    // Without a tool that writes files, a file that does not exist is nothing to ask for.
+    let h = Harness::new().await;
+    h.write("notes/meeting.md", "- Ben will send the invoice.\n");
+    h.mock.push_all([tool_call("file_read", json!({"path": "notes/meeting.md"})), text("Ben: send the invoice")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message(task).await.unwrap(), "Ben: send the invoice");
+    assert_eq!(h.mock.request_count(), 2);
 }
