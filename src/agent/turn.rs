@@ -149,8 +149,9 @@ impl Agent {
                     continue;
                 }
                 // Unattended, an answer right after a failed look may rest on nothing: when the
-                // failure says which path was meant, or the answer is the silent token (all is
-                // well, from a check that did not run), it goes back once, with the tools.
+                // failure says which path was meant or that the command was called wrong, or the
+                // answer is the silent token (all is well, from a check that did not run), it goes
+                // back once, with the tools (`grounding::last_failure`).
                 if let (Ok(text), false, false, Some(routine)) = (&answer, last, failure_sent, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
                     if let Some(failure) = grounding::last_failure(&calls_made, silent) {
