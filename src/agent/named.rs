@@ -10,12 +10,16 @@
 //! A file the task names that does not exist yet, in a folder that does, counts too when the
 //! agent can write files: "write the action items to actions.md", and the model echoed the
 //! notes instead. The request then says it does not exist yet and asks for the write if the
-//! task asks for one.
+//! task asks for one. Only the routine's own words can name such a file: a name inside
+//! untrusted data (`<untrusted_data>`: a webhook body, a file's text) is never proposed for a
+//! write, so a payload cannot steer the engine into inviting one. Data may still name a file
+//! that exists to be read (a file event's path): a read stays a look the policy decides.
 
 use std::path::Path;
 
 use super::events::{CallRecord, ToolStatus};
 use crate::config::Language;
+use crate::routine::template::FENCE_TAG;
 use crate::tools::ToolContext;
 
 /// Most words of the task looked up on disk.
@@ -47,11 +51,12 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
     let workspace = std::fs::canonicalize(&ctx.workspace).unwrap_or_else(|_| ctx.workspace.clone());
     let used: Vec<&str> =
         calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.arguments.as_str()).collect();
+    let own = path_words(&outside_data(task));
     let mut named = Unused::default();
     for word in path_words(task).into_iter().take(MAX_CANDIDATES) {
         let (path, exists) = match ctx.resolve_read_path(&word) {
             Ok(path) if path.is_file() => (path, true),
-            _ if writes => match ctx.policy.resolve_write_path(&word) {
+            _ if writes && own.contains(&word) => match ctx.policy.resolve_write_path(&word) {
                 Ok(path) if creatable(&path) => (path, false),
                 _ => continue,
             },
@@ -68,6 +73,26 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
         }
     }
     named
+}
+
+/// `task` without the untrusted data fenced in it (`<untrusted_data ...>...</untrusted_data>`;
+/// the renderer defuses any copy of the tag inside the data, so the fences cannot be forged).
+/// An opening tag without its end hides the rest of the text.
+fn outside_data(task: &str) -> String {
+    let open = format!("<{FENCE_TAG}");
+    let close = format!("</{FENCE_TAG}>");
+    let mut own = String::with_capacity(task.len());
+    let mut rest = task;
+    while let Some(start) = rest.find(&open) {
+        own.push_str(&rest[..start]);
+        own.push(' ');
+        rest = match rest[start..].find(&close) {
+            Some(end) => &rest[start + end + close.len()..],
+            None => "",
+        };
+    }
+    own.push_str(rest);
+    own
 }
 
 /// A file that does not exist, with an extension, in a folder that does.
@@ -152,6 +177,18 @@ mod tests {
             "addresses and numbers are not paths; words that are not files drop out on disk"
         );
         assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
+    }
+
+    #[test]
+    fn untrusted_data_is_cut_out_of_the_routines_own_words() {
+        let task = "Event:\n<untrusted_data note=\"x\">{\"by\": \"ana.lima\", \"out\": \"evil.sh\"}</untrusted_data>\nWrite a note to notes/deploy.md.";
+        assert_eq!(path_words(&outside_data(task)), ["notes/deploy.md"]);
+        assert_eq!(
+            path_words(&outside_data("Read a.txt <untrusted_data>b.txt")),
+            ["a.txt"],
+            "an unclosed fence hides the rest"
+        );
+        assert_eq!(outside_data("no data here"), "no data here");
     }
 
     #[test]
