@@ -229,6 +229,11 @@ impl Agent {
         }
     }
 
+    /// Whether the first model call of a turn must call a tool (`agent.first_call`).
+    pub fn set_first_call(&mut self, rule: FirstCall) {
+        self.opts.first_call = rule;
+    }
+
     /// What an unattended routine approved in advance.
     pub fn set_grants(&mut self, grants: Grants) {
         self.grants = grants;

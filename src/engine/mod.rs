@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::{Agent, AgentError, AgentEvent, AgentSetup, ReplyCheck, StoreRecorder, TurnStats, shell_settings};
+use crate::config::routine_file::FirstCall;
 use crate::config::{Config, ProcessEnv};
 use crate::delivery::Deliverer;
 use crate::llm::{Message, Provider};
@@ -248,6 +249,12 @@ impl Engine {
                 return self.finish(routine, run_id, &ctx, opts, outcome).await;
             }
         };
+        // A webhook's data is already in the prompt: holding the first call to a tool would make
+        // the model act before it answers, on text an outsider wrote (a 1.5B model stored or
+        // wrote made-up notes, then summarized worse). Unless the routine asks for it.
+        if routine.spec.agent.first_call.is_none() && crate::routine::context::carries_webhook_data(&ctx, &prompt) {
+            agent.set_first_call(FirstCall::Auto);
+        }
         agent.set_event_sink(Some(Arc::new(StoreRecorder { store: self.store.clone(), run_id })));
         agent.set_progress(progress);
         // Images are found and checked before any model call; a problem fails the run.

@@ -11,7 +11,7 @@ use crate::config::Language;
 use crate::policy::injection::{self, Finding, Severity};
 use crate::routine::Routine;
 use crate::routine::TriggerContext;
-use crate::routine::template::{Fencing, TemplateError, Templates};
+use crate::routine::template::{FENCE_TAG, Fencing, TemplateError, Templates};
 use crate::store::{EventKind, NewEvent, Store};
 
 /// Why a routine's prompt could not be rendered.
@@ -68,6 +68,12 @@ pub fn untrusted_paths(ctx: &Value) -> Vec<String> {
         _ => &[],
     };
     paths.iter().map(|p| p.to_string()).collect()
+}
+
+/// Whether `prompt`, rendered with `ctx`, carries what a webhook request delivered (its body,
+/// headers or query, fenced as data): the run's data is in hand before any tool is called.
+pub fn carries_webhook_data(ctx: &Value, prompt: &str) -> bool {
+    ctx["trigger"]["kind"].as_str() == Some("webhook") && prompt.contains(&format!("<{FENCE_TAG}"))
 }
 
 /// A rendered prompt and what the injection check found in its untrusted data.

@@ -196,3 +196,50 @@ async fn the_mock_checks_the_wire_shape_of_tool_choice() {
         }
     }
 }
+
+/// A webhook's data is already in the prompt: its run is not held to a first tool call unless
+/// the routine asks for it; a run of the same routine without that data is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_run_with_its_data_in_the_prompt_leaves_the_first_call_to_the_model() {
+    use std::time::Duration;
+
+    use crate::common::Routines;
+
+    let mock = MockLlm::start().await;
+    let port = crate::common::os::free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    let hook = |path: &str, extra: &str| {
+        format!(
+            "on: [{{ webhook: {{ path: {path}, auth: none }}}}]\nprompt: \"Summarize this deploy: {{{{ trigger.body | default('none') }}}}\"\nagent: {{ tools: [file_read]{extra} }}\n"
+        )
+    };
+    p.write("routines/hook.yaml", &hook("/hooks/deploy", ""))
+        .write("routines/strict.yaml", &hook("/hooks/strict", ", first_call: tool"));
+    let daemon = p.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let fire = async |path: &str, name: &str| {
+        let url = format!("http://127.0.0.1:{port}{path}");
+        assert_eq!(c.post(&url).body("billing-api 3.8.1 failed").send().await.unwrap().status(), 202);
+        crate::common::wait::poll(Duration::from_secs(20), Duration::from_millis(50), async || {
+            (p.history(&[name]).await.iter().any(|r| r["status"] == "succeeded")).then_some(())
+        })
+        .await
+        .expect("the run finished");
+    };
+    mock.push(text("billing-api 3.8.1 failed."));
+    fire("/hooks/deploy", "hook").await;
+    mock.push_all([tool_call("file_read", json!({"path": "README.md"})), text("billing-api 3.8.1 failed.")]);
+    fire("/hooks/strict", "strict").await;
+    drop(daemon);
+    assert_eq!(tool_choices(&mock), [Value::Null, json!("required"), Value::Null]);
+    mock.assert_clean();
+
+    // Run by hand, the routine has no data in its prompt: the first call is held to a tool.
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/hook.yaml", &hook("/hooks/deploy", "")).write("README.md", "Deploys go through CI.\n");
+    mock.push_all([tool_call("file_read", json!({"path": "README.md"})), text("Nothing was deployed.")]);
+    p.run_async(["run", "hook"]).await.success();
+    assert_eq!(tool_choices(&mock), [json!("required"), Value::Null]);
+}
