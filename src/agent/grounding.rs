@@ -96,7 +96,7 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
 /// the path that was meant, or a command said it was called wrong (an option it does not know:
 /// the call, not the world, was at fault, and the model tends to answer with advice on how to
 /// call it). Its first lines, as the model read them.
-pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String> {
+pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
     if !matches!(
         last.status,
@@ -105,7 +105,7 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<String>
         return None;
     }
     let misused = last.tool == "shell" && misused(&last.result);
-    (silent || misused || crate::tools::names_a_near_path(&last.result)).then(|| failure_lines(last))
+    (silent || misused || crate::tools::names_a_near_path(&last.result)).then(|| Failure::of(last))
 }
 
 /// Whether a command's error output says it was called wrong, as common tools word it.
@@ -129,28 +129,57 @@ fn misused(output: &str) -> bool {
 /// failure (a pipe refused with the command that does the job named, a wrong argument), and
 /// whatever it answered next would rest on nothing or skip the write. A refusal counts only
 /// while nothing succeeded: the model is told again why, and the policy still decides.
-pub(super) fn repeated_failure(calls: &[CallRecord], acts: &dyn Fn(&str) -> bool) -> Option<String> {
+pub(super) fn repeated_failure(calls: &[CallRecord], acts: &dyn Fn(&str) -> bool) -> Option<Failure> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
     let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
     let failed_write = last.status != ToolStatus::Refused && acts(&last.tool);
-    (last.status != ToolStatus::Success && (!looked || failed_write)).then(|| failure_lines(last))
+    (last.status != ToolStatus::Success && (!looked || failed_write)).then(|| Failure::of(last))
 }
 
-/// A failed call as the model reads it sent back: the call, then the result's first lines.
-fn failure_lines(call: &CallRecord) -> String {
-    let lines: Vec<&str> = call.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
-    let text: String = lines.join("\n").chars().take(600).collect();
-    format!("{} {}\n{text}", call.tool, call.arguments)
+/// A failed call to send back.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Failure {
+    /// The call, then its result's first lines.
+    lines: String,
+    /// The call to make instead, written as the model writes one (`shell {"command":...}`),
+    /// when the result names exactly what would work: the one path that exists, the one
+    /// command that counts.
+    fix: Option<String>,
 }
 
-/// What sends a failed last call back before its answer is taken.
-pub(super) fn failure_message(lang: Language, failure: &str) -> String {
-    match lang {
-        Language::En => format!(
-            "Your last tool call failed:\n{failure}\nThe task is not done yet. Fix the call (the path, the command, the arguments) or get the facts another way, then answer from what the tools return."
+impl Failure {
+    fn of(call: &CallRecord) -> Failure {
+        let lines: Vec<&str> = call.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
+        let text: String = lines.join("\n").chars().take(600).collect();
+        Failure { lines: format!("{} {}\n{text}", call.tool, call.arguments), fix: fix(call) }
+    }
+}
+
+/// The call the engine's own hint in `call`'s result makes exact: the command a refused pipe
+/// into `wc` meant, or the call again with the one path that exists for the one it named.
+fn fix(call: &CallRecord) -> Option<String> {
+    if call.tool == "shell"
+        && let Some(one) = crate::policy::command::one_command(&call.result)
+    {
+        return Some(format!("shell {}", serde_json::json!({ "command": one })));
+    }
+    let (wanted, instead) = crate::tools::near_path(&call.result)?;
+    call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))
+}
+
+/// What sends a failed last call back before its answer is taken. With a fix, only the fix:
+/// repeating the failed call in the message made the 1.5B model repeat it (a refused pipe, three
+/// times, with the one command in the refusal), where "call this instead" made it call the fix.
+pub(super) fn failure_message(lang: Language, failure: &Failure) -> String {
+    let lines = &failure.lines;
+    match (lang, &failure.fix) {
+        (Language::En, Some(fix)) => format!("Your last tool call failed. Call this instead: {fix}"),
+        (Language::Zh, Some(fix)) => format!("你上一次的工具调用失败了。改为这样调用：{fix}"),
+        (Language::En, None) => format!(
+            "Your last tool call failed:\n{lines}\nThe task is not done yet. Fix the call (the path, the command, the arguments) or get the facts another way, then answer from what the tools return."
         ),
-        Language::Zh => format!(
-            "你上一次的工具调用失败了：\n{failure}\n任务还没有完成。请修正调用（路径、命令、参数）或换一种方式获取事实，然后根据工具返回的结果作答。"
+        (Language::Zh, None) => format!(
+            "你上一次的工具调用失败了：\n{lines}\n任务还没有完成。请修正调用（路径、命令、参数）或换一种方式获取事实，然后根据工具返回的结果作答。"
         ),
     }
 }
@@ -258,6 +287,47 @@ mod tests {
         assert!(misused("git: 'lg' is not a git command. See 'git --help'."));
         assert!(!misused("grep: logs/app.log: No such file or directory"));
         assert!(!misused("[failed] exit code 1"));
+    }
+
+    #[test]
+    fn a_failure_whose_result_names_the_exact_call_sends_only_that_call() {
+        let call = |tool: &str, arguments: &str, result: &str| CallRecord {
+            tool: tool.into(),
+            arguments: arguments.into(),
+            status: ToolStatus::Refused,
+            result: result.into(),
+        };
+        let pipe = call(
+            "shell",
+            r#"{"command":"grep '404' logs/access.log | wc -l"}"#,
+            "[失败] `|` pipes into a second command; run one command per shell call; this counts in one command: `grep -c '404' logs/access.log`",
+        );
+        let failure = Failure::of(&pipe);
+        assert_eq!(failure.fix.as_deref(), Some(r#"shell {"command":"grep -c '404' logs/access.log"}"#));
+        assert_eq!(
+            failure_message(Language::Zh, &failure),
+            r#"你上一次的工具调用失败了。改为这样调用：shell {"command":"grep -c '404' logs/access.log"}"#
+        );
+        let path = call(
+            "shell",
+            r#"{"command":"grep -i 'error' app.log"}"#,
+            "[failed] exit code 2; `app.log` is not there, but `logs/app.log` exists: use that path\ngrep: app.log: No such file",
+        );
+        assert_eq!(
+            failure_message(Language::En, &Failure::of(&path)),
+            r#"Your last tool call failed. Call this instead: shell {"command":"grep -i 'error' logs/app.log"}"#
+        );
+        // No exact call: the call and its result go back, with the request to fix it.
+        let other = call(
+            "shell",
+            r#"{"command":"git log --author-date=now"}"#,
+            "[failed] exit code 128\nfatal: unrecognized argument",
+        );
+        let failure = Failure::of(&other);
+        assert_eq!(failure.fix, None);
+        assert!(failure_message(Language::En, &failure).starts_with(
+            "Your last tool call failed:\nshell {\"command\":\"git log --author-date=now\"}\n[failed] exit code 128\n"
+        ));
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub use file::{FileList, FileRead};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
 pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
-pub use near::names_a_near_path;
+pub use near::{names_a_near_path, near_path};
 pub use schedule::{Schedule, ScheduleScope};
 pub use self_info::SelfInfo;
 pub use shell::{Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};

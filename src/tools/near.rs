@@ -72,6 +72,17 @@ pub fn suggestion(wanted: &str, similar: &[String]) -> Option<String> {
     }
 }
 
+/// The one path a result suggests for the one it could not find (`wanted`, `instead`), when it
+/// names exactly one: "`app.log` is not there, but `logs/app.log` exists: use that path".
+pub fn near_path(result: &str) -> Option<(&str, &str)> {
+    result.lines().find_map(|line| {
+        let (before, after) = line.split_once(NOT_THERE_BUT)?;
+        let (_, wanted) = before.strip_suffix("` ")?.rsplit_once('`')?;
+        let one = after.strip_prefix('`')?.strip_suffix("` exists: use that path")?;
+        (!wanted.is_empty() && !one.is_empty() && !one.contains('`')).then_some((wanted, one))
+    })
+}
+
 /// Whether a tool result carries a suggestion of [`suggestion`].
 pub fn names_a_near_path(result: &str) -> bool {
     result.contains(NOT_THERE_BUT)
@@ -110,6 +121,18 @@ pub fn command_hint(workspace: &Path, output: &str, allowed: &dyn Fn(&Path) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_suggested_path_is_read_back_from_a_result() {
+        let one = suggestion("app.log", &["logs/app.log".to_string()]).unwrap();
+        assert_eq!(
+            near_path(&format!("[failed] exit code 2; {one}\ngrep: app.log: none")),
+            Some(("app.log", "logs/app.log"))
+        );
+        let many = suggestion("a.md", &["x/a.md".to_string(), "y/a.md".to_string()]).unwrap();
+        assert_eq!(near_path(&many), None, "a choice is the model's");
+        assert_eq!(near_path("`a` is there"), None);
+    }
 
     fn any(_: &Path) -> bool {
         true

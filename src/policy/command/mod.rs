@@ -123,13 +123,23 @@ pub enum CommandRefusal {
 
 use CommandRefusal as R;
 
+/// What a refusal says before the one command that counts.
+const ONE_COMMAND: &str = "this counts in one command: ";
+
+/// The one command a refusal of [`explain`] wrote out, read back from the result the model got.
+pub fn one_command(result: &str) -> Option<&str> {
+    let (_, rest) = result.split_once(ONE_COMMAND)?;
+    let (one, _) = rest.strip_prefix('`')?.split_once('`')?;
+    (!one.trim().is_empty()).then_some(one)
+}
+
 /// Why `line` was refused, with the one-command way to do what a pipe into `wc` meant (small
 /// models count with `grep X f | wc -l`, then misread the lines they get instead).
 pub fn explain(line: &str, refusal: &CommandRefusal) -> String {
     let reason = refusal.to_string();
     let counts = line.rsplit_once('|').is_some_and(|(_, last)| last.trim_start().starts_with("wc"));
     match (counts, count_in_one(line)) {
-        (true, Some(one)) => format!("{reason}; this counts in one command: `{one}`"),
+        (true, Some(one)) => format!("{reason}; {ONE_COMMAND}`{one}`"),
         (true, None) => {
             format!(
                 "{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"

@@ -657,4 +657,9 @@ fn a_pipe_into_wc_is_refused_with_the_way_to_count_in_one_command() {
     );
     assert!(explained("grep x a | wc -w").ends_with("`wc -l FILE`"), "only a line count has the rewrite");
     assert_eq!(explained("git log | head -5"), "`|` pipes into a second command; run one command per shell call");
+
+    // The command is read back from the result the model got, and only that one.
+    let result = format!("[failed] {}", explained("grep '404' logs/access.log | wc -l"));
+    assert_eq!(one_command(&result), Some("grep -c '404' logs/access.log"));
+    assert_eq!(one_command(&explained("sort -u ips.txt | wc -l")), None);
 }

@@ -28,8 +28,11 @@ async fn a_path_named_without_its_folder_is_sent_back_with_the_one_that_exists()
         crate::common::content(&reqs[1], 3),
         "[failed] `app.log` is not there, but `logs/app.log` exists: use that path"
     );
-    let sent_back = last_text(&reqs[2]);
-    assert!(sent_back.starts_with("Your last tool call failed:\nfile_read {\"path\":\"app.log\"}\n"), "{sent_back}");
+    assert_eq!(
+        last_text(&reqs[2]),
+        "Your last tool call failed. Call this instead: file_read {\"path\":\"logs/app.log\"}",
+        "the one path that exists makes the call exact; the failed call is not repeated to be copied"
+    );
     assert!(!tool_names(&reqs[2]).is_empty(), "the tools are offered to correct the call");
     assert_eq!(reqs[2]["tool_choice"], "required", "a failed look is looked at again");
     assert!(reqs[3].get("tool_choice").is_none());
@@ -114,15 +117,10 @@ async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_r
     assert_eq!(agent.process_message("How many requests in logs/access.log returned 404?").await.unwrap(), "3");
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 4);
-    let sent_back = last_text(&reqs[2]);
-    assert!(
-        sent_back
-            .starts_with("Your last tool call failed:\nshell {\"command\":\"grep 404 logs/access.log | wc -l\"}\n"),
-        "{sent_back}"
-    );
-    assert!(
-        sent_back.contains("this counts in one command: `grep -c 404 logs/access.log`"),
-        "the refusal's hint goes back: {sent_back}"
+    assert_eq!(
+        last_text(&reqs[2]),
+        "Your last tool call failed. Call this instead: shell {\"command\":\"grep -c 404 logs/access.log\"}",
+        "the refusal's one command goes back as the call to make, without the pipe to copy"
     );
     assert_eq!(reqs[2]["tool_choice"], "required");
     assert!(tool_names(&reqs[2]).contains(&"shell".to_string()), "the repeated tool is offered again");
