@@ -10,8 +10,8 @@ identity, tools, safety, memory, environment, decision principles, language, rou
 It prints, per variant: tasks passed, pass rate, median seconds per task, prompt tokens of
 the suite, and which tasks changed result against the full prompt. Before the runs it prints
 how many tokens each section of a sample routine prompt costs (the model server's
-`/tokenize`, when it has one). It asserts nothing; one pass of the 25-task suite takes about
-15 minutes on a 2-core machine, so pick variants with --variants and tasks with --only.
+`/tokenize`, when it has one). It asserts nothing; one pass of the 25-task suite takes
+25 to 70 minutes on a 2-core machine, so pick variants with --variants and tasks with --only.
 
 Usage: python3 bench/prompt_ablation.py [--binary PATH] [--model-url URL] [--model NAME]
            [--suite DIR] [--variants full,-safety,-decision principles] [--only a,b,c]
