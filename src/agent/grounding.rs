@@ -95,7 +95,7 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
 /// named no tool; a refusal is final) and either the answer is `silent`, or the failure names
 /// the path that was meant, or a command said it was called wrong (an option it does not know:
 /// the call, not the world, was at fault, and the model tends to answer with advice on how to
-/// call it). Its first lines, as the model read them.
+/// call it). The failure as the model read it, and the exact call its hint names, if any.
 pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
     if !matches!(
