@@ -14,6 +14,7 @@ mod near;
 pub mod schedule;
 mod self_info;
 mod shell;
+mod shell_spec;
 mod skill;
 mod write;
 
@@ -39,6 +40,7 @@ pub use near::{names_a_near_path, near_path};
 pub use schedule::{Schedule, ScheduleScope};
 pub use self_info::SelfInfo;
 pub use shell::{Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};
+pub use shell_spec::describe as describe_shell;
 pub use skill::SkillTool;
 pub use write::{FileEdit, FileWrite, write_atomic};
 

@@ -36,7 +36,7 @@ pub struct Shell;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShellArgs {
-    /// One command with its arguments, e.g. `git log --oneline -5`. No pipes, `;`, `&&`, `$(...)` or redirections.
+    /// One command with its arguments, e.g. `ls -l docs`. No pipes, `;`, `&&`, `$(...)` or redirections.
     pub command: String,
 }
 
