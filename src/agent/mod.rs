@@ -33,7 +33,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::config::routine_file::FirstCall;
-use crate::config::{Autonomy, Language, ToolCallMode};
+use crate::config::{Language, ToolCallMode};
 use crate::llm::{LlmError, Message, Provider, ToolSpec};
 use crate::memory::Memory;
 use crate::policy::{Grants, Policy, Redactor};
@@ -234,16 +234,9 @@ impl Agent {
         self.opts.first_call = rule;
     }
 
-    /// What an unattended routine approved in advance.
-    /// The `shell` spec then names the commands the routine may run (see `tools::describe_shell`).
+    /// What an unattended routine approved in advance; the `shell` spec then names the commands the routine may run (see `tools::describe_shell`).
     pub fn set_grants(&mut self, grants: Grants) {
-        let base = |c: &str| std::path::Path::new(c).file_name().map_or(c.to_string(), |n| n.to_string_lossy().into());
-        let allowed: Vec<String> = self.policy.allowed_commands.iter().map(|c| base(c)).collect();
-        // Under `full` the allowlist decides; otherwise only what the routine pre-approved runs.
-        let runnable: Vec<String> = match self.policy.autonomy {
-            Autonomy::Full => allowed,
-            _ => grants.commands.iter().filter(|c| allowed.contains(c)).cloned().collect(),
-        };
+        let runnable = self.policy.runnable_commands(&grants);
         let specs: Vec<ToolSpec> = self
             .specs
             .iter()

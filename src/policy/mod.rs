@@ -141,6 +141,17 @@ impl Policy {
         if keys.iter().all(|k| session.contains(k)) { Decision::Allow } else { Decision::Prompt }
     }
 
+    /// The commands a routine with `grants` may run, by name, as `decide` would allow them:
+    /// under `full` every allowlisted command; otherwise those the routine pre-approved that the
+    /// allowlist holds (in the routine's order). What the `shell` tool tells the model.
+    pub fn runnable_commands(&self, grants: &Grants) -> Vec<String> {
+        let allowed: Vec<&str> = self.allowed_commands.iter().map(|c| command::file_name(c)).collect();
+        match self.autonomy {
+            Autonomy::Full => allowed.into_iter().map(String::from).collect(),
+            _ => grants.commands.iter().filter(|c| allowed.contains(&c.as_str())).cloned().collect(),
+        }
+    }
+
     /// What an approval of this call covers: every base command of a shell
     /// command line (checked against the command rules), else the tool name.
     pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, CommandRefusal> {
@@ -193,6 +204,22 @@ mod tests {
 
     fn policy(a: Autonomy) -> Policy {
         Policy::new(a, Path::new("."), &[]).unwrap()
+    }
+
+    #[test]
+    fn runnable_commands_are_the_grants_the_allowlist_holds_or_under_full_the_allowlist() {
+        let grants = Grants { tools: vec![], commands: vec!["grep".into(), "make".into(), "git".into()] };
+        let mut p = policy(Autonomy::Supervised);
+        p.allowed_commands = vec!["/usr/bin/git".into(), "grep".into(), "ls".into()];
+        assert_eq!(p.runnable_commands(&grants), ["grep", "git"], "make is not allowlisted; routine order");
+        p.autonomy = Autonomy::Full;
+        assert_eq!(p.runnable_commands(&grants), ["git", "grep", "ls"]);
+        // Each one `decide` allows, and nothing it refuses is listed.
+        let none = HashSet::new();
+        for c in p.runnable_commands(&grants) {
+            let info = CallInfo { command: Some(c.clone()), ..CallInfo::new(c.clone(), "shell") };
+            assert_eq!(p.decide("shell", Effect::Mutating, &info, Some(&grants), &none), Decision::Allow, "{c}");
+        }
     }
 
     #[test]

@@ -232,7 +232,7 @@ fn parse_at(line: &str, depth: usize) -> Result<ParsedCommand, CommandRefusal> {
 }
 
 /// File name of a command (`/usr/bin/git` → `git`).
-fn file_name(path: &str) -> &str {
+pub(crate) fn file_name(path: &str) -> &str {
     let trimmed = path.trim_end_matches('/');
     let name = trimmed.rsplit('/').next().unwrap_or(trimmed);
     if name.is_empty() { path } else { name }
