@@ -234,12 +234,20 @@ impl Agent {
         self.opts.first_call = rule;
     }
 
-    /// What an unattended routine approved in advance; the `shell` spec then names the commands the routine may run (see `tools::describe_shell`).
+    /// What an unattended routine approved in advance. The model is then offered only the tools
+    /// a call to which could be allowed (`Policy::offers`: under `supervised`, no mutating tool
+    /// the routine did not pre-approve, no `shell` without a command it may run), and the `shell`
+    /// spec names those commands (see `tools::describe_shell`).
     pub fn set_grants(&mut self, grants: Grants) {
         let runnable = self.policy.runnable_commands(&grants);
+        let offered = |s: &ToolSpec| {
+            let by_command = s.name == <Shell as Tool>::NAME;
+            self.tools.get(&s.name).is_none_or(|t| self.policy.offers(&s.name, t.effect(), by_command, &grants))
+        };
         let specs: Vec<ToolSpec> = self
             .specs
             .iter()
+            .filter(|s| offered(s))
             .cloned()
             .map(|mut s| {
                 if s.name == <Shell as Tool>::NAME {

@@ -152,6 +152,22 @@ impl Policy {
         }
     }
 
+    /// Whether a routine with `grants` could have any call to `tool` allowed, and so is offered
+    /// it: not a tool its autonomy level hides, not a command runner (`by_command`) with no
+    /// command it may run, and under `supervised` not a mutating tool it did not pre-approve
+    /// (every call to one would be refused: nobody is present to approve it). Offering only what
+    /// can run keeps the model's choices to real ones and its prompt short; a call to a tool not
+    /// offered is still decided by [`Policy::decide`], and refused.
+    pub fn offers(&self, tool: &str, effect: Effect, by_command: bool, grants: &Grants) -> bool {
+        if !self.exposes(effect) {
+            return false;
+        }
+        if by_command {
+            return !self.runnable_commands(grants).is_empty();
+        }
+        effect != Effect::Mutating || self.autonomy == Autonomy::Full || grants.tools.iter().any(|t| t == tool)
+    }
+
     /// What an approval of this call covers: every base command of a shell
     /// command line (checked against the command rules), else the tool name.
     pub fn approval_keys(&self, call: &CallInfo) -> Result<Vec<String>, CommandRefusal> {
@@ -220,6 +236,34 @@ mod tests {
             let info = CallInfo { command: Some(c.clone()), ..CallInfo::new(c.clone(), "shell") };
             assert_eq!(p.decide("shell", Effect::Mutating, &info, Some(&grants), &none), Decision::Allow, "{c}");
         }
+    }
+
+    #[test]
+    fn a_routine_is_offered_only_tools_a_call_to_which_could_be_allowed() {
+        let none = HashSet::new();
+        let granted = Grants { tools: vec!["file_write".into()], commands: vec!["grep".into(), "make".into()] };
+        let bare = Grants { tools: vec![], commands: vec!["make".into()] };
+        let mut p = policy(Autonomy::Supervised);
+        p.allowed_commands = vec!["grep".into()];
+        assert!(p.offers("file_read", Effect::ReadOnly, false, &bare));
+        assert!(p.offers("memory_store", Effect::Memory, false, &bare));
+        assert!(p.offers("file_write", Effect::Mutating, false, &granted));
+        assert!(!p.offers("file_write", Effect::Mutating, false, &bare), "not pre-approved");
+        assert!(p.offers("shell", Effect::Mutating, true, &granted));
+        assert!(!p.offers("shell", Effect::Mutating, true, &bare), "make is not allowlisted: nothing can run");
+        // What is not offered is refused when called anyway.
+        let write = call("file_write");
+        assert!(matches!(p.decide("file_write", Effect::Mutating, &write, Some(&bare), &none), Decision::Forbidden(_)));
+        let make = CallInfo { command: Some("make".into()), ..CallInfo::new("make", "shell") };
+        assert!(matches!(p.decide("shell", Effect::Mutating, &make, Some(&bare), &none), Decision::Forbidden(_)));
+        p.autonomy = Autonomy::Full;
+        assert!(p.offers("file_write", Effect::Mutating, false, &bare));
+        assert!(p.offers("shell", Effect::Mutating, true, &bare), "under full, the allowlist runs");
+        p.allowed_commands.clear();
+        assert!(!p.offers("shell", Effect::Mutating, true, &granted), "an empty allowlist runs nothing");
+        p.autonomy = Autonomy::ReadOnly;
+        assert!(!p.offers("file_write", Effect::Mutating, false, &granted));
+        assert!(p.offers("file_read", Effect::ReadOnly, false, &granted));
     }
 
     #[test]

@@ -30,17 +30,12 @@ const RULES: &str = "No pipes, `;`, `&&`, `$(...)` or redirections.";
 
 /// Rewrites the `shell` spec for a routine that may run `commands` (in the order the routine
 /// listed them): the description names them, and the example is the first of them that has
-/// one. Without commands the spec says that none may run.
+/// one. A routine that may run no command is not offered `shell` at all (`Policy::offers`).
 pub fn describe(spec: &mut ToolSpec, commands: &[String]) {
-    if commands.is_empty() {
-        spec.description =
-            "Run one command in the workspace. This routine allows no command, so every call is refused.".into();
-    } else {
-        spec.description = format!(
-            "Run one command in the workspace and get its output and exit code. Commands this routine may run: {}.",
-            commands.join(", ")
-        );
-    }
+    spec.description = format!(
+        "Run one command in the workspace and get its output and exit code. Commands this routine may run: {}.",
+        commands.join(", ")
+    );
     let example = commands.iter().find_map(|c| EXAMPLES.iter().find(|(name, _)| name == c).map(|(_, e)| *e));
     let command = match example {
         Some(e) => format!("One command with its arguments, e.g. `{e}`. {RULES}"),
@@ -82,11 +77,5 @@ mod tests {
         let s = spec(&["make"]);
         assert_eq!(example(&s), "One command with its arguments. No pipes, `;`, `&&`, `$(...)` or redirections.");
         assert!(!s.description.contains("git"));
-    }
-
-    #[test]
-    fn no_commands_says_so() {
-        let s = spec(&[]);
-        assert!(s.description.contains("allows no command"), "{}", s.description);
     }
 }
