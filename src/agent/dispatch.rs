@@ -71,6 +71,16 @@ impl Agent {
         Ok((text, status))
     }
 
+    /// Records a call the engine did not run (`turn::held_write`) with the text the model gets
+    /// back, as a refusal: nothing ran. It is not entered as answered, so the same call made
+    /// again after the reads runs.
+    pub(super) fn record_held(&self, call: &ToolCall, text: &str) -> (String, ToolStatus) {
+        let text =
+            format_result(&Err(ToolError::Refused(text.to_string())), self.opts.language, self.opts.max_result_chars);
+        self.record_tool(call, &self.canonical(call), ToolStatus::Refused, Instant::now(), &text);
+        (text, ToolStatus::Refused)
+    }
+
     /// The arguments of `call` in one canonical form (parsed and written again), redacted: the
     /// key of repeated calls and what is recorded.
     pub(super) fn canonical(&self, call: &ToolCall) -> String {

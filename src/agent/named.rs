@@ -75,6 +75,28 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
     named
 }
 
+/// Files the task names that exist, may be read, and no successful call used, but for those
+/// `arguments` name: what a call with those arguments that writes would come before. Writing or
+/// editing a file the task names is that file's use; storing "100 widgets" in memory before
+/// reading the `stock.txt` the task names is a made-up fact recorded (the 1.5B model's first
+/// call, held to a tool, did that, and the next run compared with it).
+pub(super) fn unread_before(task: &str, calls: &[CallRecord], ctx: &ToolContext, arguments: &str) -> Vec<String> {
+    unused(task, calls, ctx, false).existing.into_iter().filter(|f| !arguments.contains(f.as_str())).collect()
+}
+
+/// What a held write gets back: not run, read the files first.
+pub(super) fn held_message(lang: Language, files: &[String]) -> String {
+    let list = files.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    match lang {
+        Language::En => format!(
+            "not run yet: the task names {list}, which no tool call has read. Read it first, then write from what it says."
+        ),
+        Language::Zh => {
+            format!("尚未执行：任务提到了 {list}，但还没有任何工具调用读取它。先读取它，再根据其内容写入。")
+        }
+    }
+}
+
 /// `task` without the untrusted data fenced in it (`<untrusted_data ...>...</untrusted_data>`;
 /// the renderer defuses any copy of the tag inside the data, so the fences cannot be forged).
 /// An opening tag without its end hides the rest of the text.
@@ -189,6 +211,16 @@ mod tests {
             "an unclosed fence hides the rest"
         );
         assert_eq!(outside_data("no data here"), "no data here");
+    }
+
+    #[test]
+    fn the_held_message_says_what_to_read_first() {
+        let en = held_message(Language::En, &["stock.txt".into()]);
+        assert_eq!(
+            en,
+            "not run yet: the task names `stock.txt`, which no tool call has read. Read it first, then write from what it says."
+        );
+        assert!(held_message(Language::Zh, &["a.csv".into()]).contains("`a.csv`"));
     }
 
     #[test]

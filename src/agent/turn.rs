@@ -68,6 +68,8 @@ impl Agent {
         let mut standing: Option<(&'static str, String)> = None;
         let mut failure_sent = false;
         let mut named_sent = false;
+        // A write made before the files the task names were read is held back once per turn.
+        let mut held_sent = false;
         // The next request asks for the answer from the evidence (routine turns).
         let mut from_evidence = false;
         // The next request requires a tool call (a failed look sent back must be looked again).
@@ -228,7 +230,17 @@ impl Agent {
                 }
             }
             for call in &calls {
-                let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
+                let held = match held_sent {
+                    false => self.held_write(message, call, &calls_made, &ctx, first, &specs),
+                    true => None,
+                };
+                let (text, outcome) = match held {
+                    Some(text) => {
+                        held_sent = true;
+                        self.record_held(call, &text)
+                    }
+                    None => self.execute(call, &ctx, &mut ledger, status).await?,
+                };
                 stats.tool_calls += 1;
                 self.last = stats;
                 calls_made.push(CallRecord {
@@ -308,6 +320,13 @@ impl Agent {
         Ok(reply)
     }
 
+    /// Whether the engine asks for the files a task names: routine turns held to a first tool
+    /// call, with a tool that reads files.
+    fn asks_for_named(&self, first: FirstCallRule, specs: &[ToolSpec]) -> bool {
+        let reads = specs.iter().any(|t| t.name == "file_read" || t.name == "shell");
+        self.routine.is_some() && first != FirstCallRule::Free && reads
+    }
+
     /// The request to use the files the task names that no call has used yet: routine turns
     /// held to a first tool call, with a tool that reads files, after a call that succeeded.
     /// Noted when there is one.
@@ -319,10 +338,9 @@ impl Agent {
         first: FirstCallRule,
         specs: &[ToolSpec],
     ) -> Option<String> {
-        let reads = specs.iter().any(|t| t.name == "file_read" || t.name == "shell");
         // A turn that looked at nothing is the first call's and the silence check's business.
         let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
-        if self.routine.is_none() || first == FirstCallRule::Free || !reads || !looked {
+        if !self.asks_for_named(first, specs) || !looked {
             return None;
         }
         let writes = specs.iter().any(|t| t.name == "file_write");
@@ -333,6 +351,35 @@ impl Agent {
         let all = [files.existing.as_slice(), files.missing.as_slice()].concat().join(", ");
         self.note("named_files_reask", &format!("the task names {all} and no tool call used it; asked for one"));
         Some(named::message(self.opts.language, &files))
+    }
+
+    /// The answer to a call that acts (a write, a stored memory) while files the task names
+    /// that exist are unread (`named::unread_before`): routine turns held to a first tool call,
+    /// with a tool that reads files. The call is not run; the model is told to read first.
+    /// Noted when there is one.
+    fn held_write(
+        &self,
+        task: &str,
+        call: &ToolCall,
+        calls: &[CallRecord],
+        ctx: &crate::tools::ToolContext,
+        first: FirstCallRule,
+        specs: &[ToolSpec],
+    ) -> Option<String> {
+        let acts = specs.iter().find(|t| t.name == call.name).is_some_and(|t| self.acts(t));
+        if !self.asks_for_named(first, specs) || !acts {
+            return None;
+        }
+        let files = named::unread_before(task, calls, ctx, &call.arguments);
+        if files.is_empty() {
+            return None;
+        }
+        let list = files.join(", ");
+        self.note(
+            "write_held",
+            &format!("{} came before the task's {list} was read; not run, asked to read first", call.name),
+        );
+        Some(named::held_message(self.opts.language, &files))
     }
 
     /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,

@@ -5,6 +5,7 @@
 mod commands;
 mod failures;
 mod first_call;
+mod held;
 mod hygiene;
 mod named;
 mod retries;

@@ -1,0 +1,66 @@
+//! A write that comes before the files the task names were read is not run, once per turn: the
+//! model is told to read them first. Nothing it made up reaches memory or disk.
+
+use routines::agent::ToolStatus;
+use routines::config::Autonomy;
+use serde_json::json;
+
+use super::{notes, routine_agent, tool_events};
+use crate::common::Harness;
+use crate::common::mock_llm::{text, tool_call};
+
+const STOCK: &str = "Read stock.txt and tell me how many widgets we have. Remember today's number for next time.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_stored_before_the_named_file_was_read_is_held_and_the_read_comes_first() {
+    let h = Harness::new().await;
+    h.write("stock.txt", "widgets: 40\n");
+    h.mock.push_all([
+        tool_call("memory_store", json!({"key": "stock", "content": "We have 100 widgets."})),
+        tool_call("file_read", json!({"path": "stock.txt"})),
+        tool_call("memory_store", json!({"key": "stock", "content": "We have 40 widgets."})),
+        text("We have 40 widgets."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Supervised);
+    assert_eq!(agent.process_message(STOCK).await.unwrap(), "We have 40 widgets.");
+
+    let stored: Vec<String> = h.memory.recall("widgets", 5).unwrap().into_iter().map(|m| m.content).collect();
+    assert!(stored.contains(&"We have 40 widgets.".to_string()), "{stored:?}");
+    assert!(!stored.iter().any(|m| m.contains("100")), "the made-up number never reached memory: {stored:?}");
+    let reqs = h.mock.requests();
+    let held = &reqs[1]["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert_eq!(
+        held,
+        "[failed] not run yet: the task names `stock.txt`, which no tool call has read. Read it first, then write from what it says."
+    );
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Refused, ToolStatus::Success, ToolStatus::Success]);
+    assert_eq!(notes(&h), ["write_held"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_is_held_once_per_turn_and_a_write_of_the_named_file_itself_is_not_held() {
+    // Made again, the write runs: the engine asks once, the policy decides.
+    let h = Harness::new().await;
+    h.write("stock.txt", "widgets: 40\n");
+    let store = tool_call("memory_store", json!({"key": "stock", "content": "We have 100 widgets."}));
+    h.mock.push_all([store.clone(), store, tool_call("file_read", json!({"path": "stock.txt"})), text("40")]);
+    let mut agent = routine_agent(&h, Autonomy::Supervised);
+    agent.process_message(STOCK).await.unwrap();
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Refused, ToolStatus::Success, ToolStatus::Success]);
+    let stored = h.memory.recall("100", 5).unwrap();
+    assert!(stored.iter().any(|m| m.content == "We have 100 widgets."), "made again, it ran: {stored:?}");
+
+    // Appending to the file the task names uses it: nothing to read first.
+    let h = Harness::new().await;
+    h.write("notes.md", "# Notes\n");
+    h.mock.push_all([
+        tool_call("file_write", json!({"path": "notes.md", "content": "# Notes\n- shipped\n"})),
+        text("Added."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    agent.process_message("Add the line `- shipped` to notes.md.").await.unwrap();
+    assert_eq!(std::fs::read_to_string(h.workspace().join("notes.md")).unwrap(), "# Notes\n- shipped\n");
+    assert!(notes(&h).is_empty(), "{:?}", notes(&h));
+}
