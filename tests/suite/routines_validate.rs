@@ -346,6 +346,17 @@ fn a_valid_folder_validates_with_exit_code_0() {
     o.success().stdout_is("").stderr_is("ok: the config and 1 routine are valid\n");
 }
 
+/// A command the routine pre-approves that the engine's allowlist lacks runs nothing: a
+/// warning at the entry, and the exit code stays 0. A path on the allowlist counts by its name.
+#[test]
+fn a_granted_command_the_allowlist_lacks_is_a_warning() {
+    let p = Routines::project("http://127.0.0.1:9/v1", "security:\n  allowed_commands: [/usr/bin/git, grep]\n");
+    p.write("routines/build.yaml", "prompt: Build it.\nagent:\n  tools: [shell]\n  allow_commands: [git, make]\n");
+    p.run(["validate"]).success().stderr_is("ok: the config and 1 routine are valid (1 warning)\n").stdout_is(
+        "routines/build.yaml:4:25: warning: `make` is not in security.allowed_commands, so this routine cannot run it\n  help: add `make` to security.allowed_commands in the engine config, or leave it out here\n",
+    );
+}
+
 #[test]
 fn routines_written_inline_in_the_config_are_checked_too() {
     let p = Routines::project(

@@ -333,12 +333,26 @@ fn check(
                 .with_hint("retries of a read-only tool wait longer each time; use 0 to 10 (default 2)"),
         );
     }
+    let allowlist: Vec<&str> =
+        config.security.allowed_commands.iter().map(|c| crate::policy::command::file_name(c)).collect();
     for (i, c) in a.allow_commands.iter().enumerate() {
+        let idx = i.to_string();
         if c.trim().is_empty() || c.contains(char::is_whitespace) {
-            let idx = i.to_string();
             diags.push(
                 at.error(&["agent", "allow_commands", &idx], format!("`{c}` is not a command name"))
                     .with_hint("list base commands such as git or ls; arguments are not part of an approval"),
+            );
+        } else if !allowlist.contains(&c.as_str()) {
+            // The engine's allowlist is a first filter at every autonomy level: such a grant
+            // runs nothing, and the routine is not told it may run the command.
+            warnings.push(
+                at.error(
+                    &["agent", "allow_commands", &idx],
+                    format!("warning: `{c}` is not in security.allowed_commands, so this routine cannot run it"),
+                )
+                .with_hint(format!(
+                    "add `{c}` to security.allowed_commands in the engine config, or leave it out here"
+                )),
             );
         }
     }
