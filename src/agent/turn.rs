@@ -72,7 +72,8 @@ impl Agent {
         let mut held_sent = false;
         // The next request asks for the answer from the evidence (routine turns).
         let mut from_evidence = false;
-        // The next request requires a tool call (a failed look sent back must be looked again).
+        // The next request requires a tool call (a failed look sent back must be looked again;
+        // a held write must be followed by the read).
         let mut look_again = false;
         for iteration in 1..=self.opts.max_iterations {
             let offered = self.offered(&specs, &spent);
@@ -236,7 +237,9 @@ impl Agent {
                 };
                 let (text, outcome) = match held {
                     Some(text) => {
+                        // The model then announced the read in words instead of making it.
                         held_sent = true;
+                        look_again = true;
                         self.record_held(call, &text)
                     }
                     None => self.execute(call, &ctx, &mut ledger, status).await?,

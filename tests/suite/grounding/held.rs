@@ -33,6 +33,10 @@ async fn a_memory_stored_before_the_named_file_was_read_is_held_and_the_read_com
         held,
         "[failed] not run yet: the task names `stock.txt`, which no tool call has read. Read it first, then write from what it says."
     );
+    // Told to read first, the local model answered "I will read stock.txt ..." in words: the
+    // request after a held write requires a tool call.
+    assert_eq!(reqs[1]["tool_choice"], "required");
+    assert_eq!(reqs[2].get("tool_choice"), None);
     let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
     assert_eq!(statuses, [ToolStatus::Refused, ToolStatus::Success, ToolStatus::Success]);
     assert_eq!(notes(&h), ["write_held"]);
