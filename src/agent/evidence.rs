@@ -36,9 +36,11 @@ pub(super) fn messages(
     if data.is_empty() {
         return None;
     }
-    let (data_label, task_label, memory_label) = match lang {
-        Language::En => ("Data", "Task", "remembered before this run"),
-        Language::Zh => ("数据", "任务", "本次运行之前记住的"),
+    let (data_label, task_label, memory_label, ask) = match lang {
+        Language::En => {
+            ("Data", "Task", "remembered before this run", "Give your answer after a line that says ANSWER:")
+        }
+        Language::Zh => ("数据", "任务", "本次运行之前记住的", "在写着“答案：”的一行之后给出你的回答。"),
     };
     let memory = match remembered.trim() {
         "" => String::new(),
@@ -46,8 +48,31 @@ pub(super) fn messages(
     };
     Some(vec![
         Message::system(system_prompt(lang, now)),
-        Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}", task.trim())),
+        Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}\n\n{ask}", task.trim())),
     ])
+}
+
+/// The answer in a reply to the request of [`messages`]: what follows the last line that starts
+/// with the marker it asks for (`ANSWER:`, `答案：`), or, when nothing follows it, what precedes
+/// it; the whole reply when it has no marker.
+pub(super) fn answer_of(reply: &str) -> &str {
+    const MARKERS: [&str; 5] = ["ANSWER:", "Answer:", "答案：", "答案:", "**ANSWER:**"];
+    let mut found: Option<(usize, usize)> = None;
+    let mut at = 0;
+    for line in reply.split_inclusive('\n') {
+        let lead = line.len() - line.trim_start().len();
+        if let Some(m) = MARKERS.iter().find(|m| line.trim_start().starts_with(**m)) {
+            found = Some((at + lead, at + lead + m.len()));
+        }
+        at += line.len();
+    }
+    let Some((start, end)) = found else {
+        return reply.trim();
+    };
+    match reply[end..].trim() {
+        "" => reply[..start].trim(),
+        after => after,
+    }
 }
 
 /// The system prompt of the answer: every routine section (SPEC §8), each one line.
@@ -132,7 +157,7 @@ mod tests {
         assert_eq!(
             m[1].text(),
             "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
-             Task: What is the first unchecked item in TODO.md?"
+             Task: What is the first unchecked item in TODO.md?\n\nGive your answer after a line that says ANSWER:"
         );
         assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n").is_none(), "nothing to answer from");
         assert!(messages("任务", &calls, Language::Zh, "", "").unwrap()[1].text().starts_with("数据:\n"));
@@ -142,6 +167,24 @@ mod tests {
             "{}",
             m[1].text()
         );
+    }
+
+    #[test]
+    fn the_answer_is_what_follows_the_marker() {
+        assert_eq!(answer_of("ANSWER: North, 182000"), "North, 182000");
+        assert_eq!(answer_of("ANSWER:\n- two\n- three\n"), "- two\n- three");
+        assert_eq!(answer_of("North: 182000\nSouth: 97000\n\nANSWER: North"), "North", "what precedes is not output");
+        assert_eq!(answer_of("17\n\nANSWER:"), "17", "nothing after the marker: what precedes it");
+        assert_eq!(answer_of("答案：正常"), "正常");
+        assert_eq!(answer_of("  **ANSWER:** 3"), "3");
+        assert_eq!(answer_of("Answer: 3\nANSWER: 4"), "4", "the last marker counts");
+        assert_eq!(
+            answer_of("The ANSWER: is inside a line\n"),
+            "The ANSWER: is inside a line",
+            "only at a line's start"
+        );
+        assert_eq!(answer_of(" 3 lines \n"), "3 lines", "no marker: the whole reply");
+        assert_eq!(answer_of("ANSWER:"), "", "nothing at all: empty, asked again as an empty reply");
     }
 
     #[test]

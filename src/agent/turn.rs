@@ -90,6 +90,7 @@ impl Agent {
             };
             // After a second identical call, or when only an answer will do, the model must answer.
             let offer_tools = ledger.repeats < 2 && !withhold && !offered.is_empty() && evidence.is_none();
+            let answers_evidence = evidence.is_some();
             let mut request = self.request(&system, &turn, offer_tools, &offered);
             if let Some(messages) = evidence {
                 self.note("answer_from_evidence", "asked for the final answer from the task and the tool results");
@@ -129,6 +130,10 @@ impl Agent {
             self.last = stats;
 
             let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
+            if answers_evidence {
+                // The request asked for the answer after a marker; what precedes it is not output.
+                content = evidence::answer_of(&content).to_string();
+            }
             let mut answer = None;
             if calls.is_empty() {
                 let known = |name: &str| self.tools.get(name).is_some();

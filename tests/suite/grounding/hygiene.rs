@@ -73,9 +73,36 @@ async fn a_call_repeated_as_text_is_answered_with_one_request_for_the_final_answ
     assert!(messages[0]["content"].as_str().unwrap().contains("Answer the task from the data below"));
     assert_eq!(
         last_message(&reqs[2])["content"],
-        "Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n---\n\nTask: How many lines has a.txt?"
+        "Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n---\n\nTask: How many lines has a.txt?\n\n\
+         Give your answer after a line that says ANSWER:"
     );
     assert_eq!(tool_events(&h).len(), 1, "the repeated call is not run again");
+    assert_eq!(notes(&h), ["repeated_call_as_text", "answer_from_evidence"]);
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_from_the_evidence_is_what_follows_its_marker() {
+    let h = harness().await;
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        text(READ_A),
+        text("one\ntwo\nthree\n\nANSWER:\na.txt has 3 lines."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "a.txt has 3 lines.");
+    let reqs = h.mock.requests();
+    assert!(
+        last_message(&reqs[2])["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("Give your answer after a line that says ANSWER:")
+    );
+    assert_eq!(
+        agent.history().last().unwrap().text(),
+        "a.txt has 3 lines.",
+        "the lines before the marker are not output"
+    );
     assert_eq!(notes(&h), ["repeated_call_as_text", "answer_from_evidence"]);
     h.mock.assert_clean();
 }
