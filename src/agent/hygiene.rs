@@ -32,6 +32,9 @@ pub enum BadReply {
     /// The reply only echoed a tool result (`<tool_response>...`): the model lost its place in
     /// the task, which may still need a tool (the write it was asked for).
     Echo,
+    /// The reply describes how it would use its tools instead of answering ("I would use the
+    /// `file_read` function to read the file, then parse the CSV ..."); see [`describes_tool_use`].
+    Plan,
 }
 
 impl BadReply {
@@ -42,6 +45,7 @@ impl BadReply {
             BadReply::CallAsText => "its final reply was a tool call written as text, not an answer",
             BadReply::RepeatedCall => "its final reply repeated, as text, a tool call it had already made",
             BadReply::Echo => "its final reply only repeated a tool result",
+            BadReply::Plan => "its final reply described how it would use its tools instead of answering",
         }
     }
 
@@ -52,6 +56,7 @@ impl BadReply {
             BadReply::CallAsText => "call_as_text",
             BadReply::RepeatedCall => "repeated_call_as_text",
             BadReply::Echo => "echoed_result",
+            BadReply::Plan => "plan_as_answer",
         }
     }
 
@@ -65,10 +70,10 @@ impl BadReply {
     /// The message that asks again.
     pub(super) fn request(self, lang: Language) -> &'static str {
         match (self, lang) {
-            (BadReply::Empty | BadReply::RepeatedCall, Language::En) => {
+            (BadReply::Empty | BadReply::RepeatedCall | BadReply::Plan, Language::En) => {
                 "Now give your final answer in plain words, based on the tool results above. Do not call tools."
             }
-            (BadReply::Empty | BadReply::RepeatedCall, Language::Zh) => {
+            (BadReply::Empty | BadReply::RepeatedCall | BadReply::Plan, Language::Zh) => {
                 "请根据上面的工具结果，用平实的文字给出最终答案，不要再调用工具。"
             }
             (BadReply::CallAsText, Language::En) => {
@@ -107,6 +112,45 @@ pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
         return Verdict::Bad(BadReply::Empty);
     }
     Verdict::Answer(text)
+}
+
+/// Whether an answer describes how the agent would use its own tools rather than giving what
+/// they returned: it names one of them (`known`; a name with `_` as a word, any name in
+/// backticks) and says what it would do or what one could do ("I would", "let me", "you can",
+/// "these steps", "我将"). A 1.5B model that had read a CSV file answered "To find the region
+/// with the highest revenue, I would follow these steps: 1. Read the file using the
+/// `file_read` function. 2. Parse the CSV ...". A report of what a tool did ("file_read
+/// failed: `a.md` does not exist") names a tool without such words.
+pub(super) fn describes_tool_use(text: &str, known: &dyn Fn(&str) -> bool) -> bool {
+    const INTENT: [&str; 19] = [
+        "i would ",
+        "i will ",
+        "i'll ",
+        "i can ",
+        "let me ",
+        "let's ",
+        "we can ",
+        "you can ",
+        "we need to ",
+        "you need to ",
+        "we would ",
+        "you would ",
+        "these steps",
+        "steps:",
+        "我将",
+        "我会",
+        "我可以",
+        "你可以",
+        "步骤",
+    ];
+    let lower = text.to_lowercase();
+    if !INTENT.iter().any(|p| lower.contains(p)) {
+        return false;
+    }
+    let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+    let named = words.filter(|w| w.contains('_')).any(known);
+    let quoted = text.split('`').skip(1).step_by(2).any(|w| known(w.trim()));
+    named || quoted
 }
 
 /// Whether `text` is chat-template tokens and nothing else (`<tool_response>`, `<|im_end|>`):
@@ -256,6 +300,32 @@ mod tests {
         assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::Echo));
         assert!(!BadReply::Echo.withholds_tools());
         assert!(BadReply::Echo.request(Language::En).contains("call that tool now"));
+    }
+
+    #[test]
+    fn a_plan_that_names_its_tools_is_not_an_answer() {
+        let known = |name: &str| ["file_read", "shell", "memory_store"].contains(&name);
+        for plan in [
+            "To find the region with the highest revenue, I would follow these steps:\n\n1. Read the file using the `file_read` function.\n2. Parse the CSV.",
+            "I would use the file_read function to read the file and then use Python to find the maximum.",
+            "Let me run `shell` with `wc -l data.csv` to count them.",
+            "You can call memory_store to remember it.",
+            "我将使用 file_read 读取文件，然后统计行数。",
+        ] {
+            assert!(describes_tool_use(plan, &known), "{plan}");
+        }
+        for answer in [
+            "North had the highest revenue: 182,000.",
+            "file_read failed: `a.md` does not exist, so the report could not be made.",
+            "I will send the invoice by Friday (Ben); Chloe will order a bigger instance.",
+            "You can find the settings in config/app.toml: the port is 8420.",
+            "Let me know if the `web_server` needs a restart: it answered 502.",
+            "The shell of the building is done; I would say the work is on time.",
+        ] {
+            assert!(!describes_tool_use(answer, &known), "{answer}");
+        }
+        assert!(BadReply::Plan.withholds_tools(), "the model has looked: the answer comes from the evidence");
+        assert!(BadReply::Plan.request(Language::En).contains("final answer"));
     }
 
     #[test]

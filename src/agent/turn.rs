@@ -145,6 +145,10 @@ impl Agent {
                     }
                     Verdict::Call(_) => answer = Some(Err(BadReply::RepeatedCall)),
                     Verdict::Bad(bad) => answer = Some(Err(bad)),
+                    // Unattended, a description of how the tools would be used is not an answer.
+                    Verdict::Answer(text) if self.routine.is_some() && hygiene::describes_tool_use(&text, &known) => {
+                        answer = Some(Err(BadReply::Plan))
+                    }
                     Verdict::Answer(text) => answer = Some(Ok(text)),
                 }
             }

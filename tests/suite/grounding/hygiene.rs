@@ -108,6 +108,32 @@ async fn the_answer_from_the_evidence_is_what_follows_its_marker() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_that_names_its_tools_is_never_delivered_and_the_answer_comes_from_the_evidence() {
+    let h = harness().await;
+    let plan = "To count them, I would follow these steps:\n1. Read a.txt using the `file_read` function.\n2. Count the lines.";
+    h.mock.push_all([tool_call("file_read", json!({"path": "a.txt"})), text(plan), text("ANSWER: a.txt has 3 lines.")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "a.txt has 3 lines.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].get("tools").is_none(), "the model has looked: only an answer will do");
+    let ask = last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(ask.starts_with("Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n"), "{ask}");
+    assert!(reqs[2]["messages"].as_array().unwrap().iter().all(|m| m["content"] != plan));
+    assert_eq!(notes(&h), ["plan_as_answer", "answer_from_evidence"]);
+    h.mock.assert_clean();
+
+    // Twice a plan: the run fails with what happened instead of delivering it.
+    let h = harness().await;
+    h.mock.push_all([tool_call("file_read", json!({"path": "a.txt"})), text(plan), text(plan)]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let err = agent.process_message("How many lines has a.txt?").await.unwrap_err();
+    assert!(matches!(err, AgentError::NoAnswer(BadReply::Plan)), "{err:?}");
+    assert!(err.to_string().contains("described how it would use its tools"), "{err}");
+    h.mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn template_tokens_and_reasoning_are_never_delivered() {
     let h = harness().await;
     h.mock.push_all([
