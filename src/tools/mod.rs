@@ -5,6 +5,7 @@
 //! and the parser that reads its calls cannot drift apart. One blanket impl
 //! erases the type ([`DynTool`]) for the [`Registry`].
 
+mod exit_status;
 mod file;
 mod format;
 mod html_text;

@@ -81,10 +81,17 @@ impl Tool for Shell {
             Some(0) => Ok(if text.trim().is_empty() { "(no output, exit code 0)".into() } else { text }),
             Some(code) => {
                 let allowed = |p: &Path| !ctx.policy.is_forbidden(p);
-                let message = match super::near::command_hint(&ctx.workspace, &text, &allowed) {
-                    Some(hint) => format!("exit code {code}; {hint}"),
-                    None => format!("exit code {code}"),
-                };
+                let mut message = format!("exit code {code}");
+                for note in [
+                    super::exit_status::meaning(&parsed.argv, code),
+                    super::near::command_hint(&ctx.workspace, &text, &allowed),
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    message.push_str("; ");
+                    message.push_str(&note);
+                }
                 Err(ToolError::Failed { message, partial: Some(text) })
             }
             None => Err(ToolError::Failed {
@@ -261,6 +268,22 @@ mod tests {
     use super::*;
     use crate::config::Autonomy;
     use crate::policy::Policy;
+
+    #[tokio::test]
+    async fn a_search_that_matched_nothing_says_so_and_how_to_ignore_case() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("app.log"), "06:17 ERROR payment provider unreachable\n").unwrap();
+        let ctx = ToolContext::for_test(Policy::new(Autonomy::Full, dir.path(), &[]).unwrap());
+        let args = ShellArgs { command: "grep -n error app.log".into() };
+        let Err(ToolError::Failed { message, .. }) = Shell.call(args, &ctx).await else { panic!("grep matched") };
+        assert_eq!(message, "exit code 1; no line matched (grep matches case-sensitively; -i ignores case)");
+        let found = Shell.call(ShellArgs { command: "grep -in error app.log".into() }, &ctx).await.unwrap();
+        assert_eq!(found, "1:06:17 ERROR payment provider unreachable\n");
+        // A missing file is grep's error (2), not an empty search.
+        let args = ShellArgs { command: "grep -n error none.log".into() };
+        let Err(ToolError::Failed { message, .. }) = Shell.call(args, &ctx).await else { panic!("grep found a file") };
+        assert!(message.starts_with("exit code 2") && !message.contains("no line matched"), "{message}");
+    }
 
     #[tokio::test]
     async fn without_a_working_sandbox_every_call_is_refused_with_the_fix() {
