@@ -6,7 +6,8 @@
 
 `proxy` forwards every request to the upstream OpenAI-compatible server and appends one JSON
 line per chat request to LOG: the request, the response and the wall time. Point
-`provider.base_url` at `http://127.0.0.1:PORT/v1` and run `routines eval`.
+`provider.base_url` at `http://127.0.0.1:PORT/v1` and run `routines eval`. The log holds every
+prompt and reply in full and no header (the `authorization` header is passed on, not logged).
 
 `summary` prints, per kind of request the engine makes, how many there were, the prompt tokens
 the server processed (the rest came from its prompt cache) and the milliseconds it spent
@@ -51,6 +52,9 @@ def serve(port, log, upstream):
             started = time.time()
             req = urllib.request.Request(upstream + self.path, data=body, method=self.command)
             req.add_header("content-type", "application/json")
+            if self.headers.get("authorization"):
+                # Passed on for providers that need a key; never written to the log.
+                req.add_header("authorization", self.headers["authorization"])
             try:
                 with urllib.request.urlopen(req, timeout=900) as r:
                     status, data = r.status, r.read()
