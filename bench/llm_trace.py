@@ -39,6 +39,27 @@ def kind(req):
     return "first" if len(messages) <= 2 else "continuation"
 
 
+def relay(handler, upstream, body=None):
+    """Sends `handler`'s request on to `upstream` (its content type set, its `authorization`
+    header passed on for providers that need a key) and writes the answer back to the client.
+    Returns the upstream status and body. Also used by prompt_ablation.py."""
+    req = urllib.request.Request(upstream + handler.path, data=body, method=handler.command)
+    req.add_header("content-type", "application/json")
+    if handler.headers.get("authorization"):
+        req.add_header("authorization", handler.headers["authorization"])
+    try:
+        with urllib.request.urlopen(req, timeout=900) as r:
+            status, data = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, data = e.code, e.read()
+    handler.send_response(status)
+    handler.send_header("content-type", "application/json")
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+    return status, data
+
+
 def serve(port, log, upstream):
     lock = threading.Lock()
 
@@ -50,16 +71,7 @@ def serve(port, log, upstream):
 
         def forward(self, body=None):
             started = time.time()
-            req = urllib.request.Request(upstream + self.path, data=body, method=self.command)
-            req.add_header("content-type", "application/json")
-            if self.headers.get("authorization"):
-                # Passed on for providers that need a key; never written to the log.
-                req.add_header("authorization", self.headers["authorization"])
-            try:
-                with urllib.request.urlopen(req, timeout=900) as r:
-                    status, data = r.status, r.read()
-            except urllib.error.HTTPError as e:
-                status, data = e.code, e.read()
+            status, data = relay(self, upstream, body)
             if body is not None and self.path.endswith("/chat/completions"):
                 try:
                     entry = {"t": started, "wall_s": time.time() - started, "status": status,
@@ -69,11 +81,6 @@ def serve(port, log, upstream):
                 if entry:
                     with lock, open(log, "a") as f:
                         f.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
 
         def do_GET(self):
             self.forward()

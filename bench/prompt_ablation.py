@@ -28,6 +28,8 @@ import tempfile
 import threading
 import urllib.request
 
+from llm_trace import relay
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEADING = re.compile(r"^## (.+)$", re.M)
 
@@ -61,18 +63,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def forward(self, body=None):
-        req = urllib.request.Request(self.server.upstream + self.path, data=body, method=self.command)
-        req.add_header("content-type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=900) as r:
-                status, data = r.status, r.read()
-        except urllib.error.HTTPError as e:
-            status, data = e.code, e.read()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        relay(self, self.server.upstream, body)
 
     def do_GET(self):
         self.forward()
