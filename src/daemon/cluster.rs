@@ -62,6 +62,11 @@ fn sweep(d: &Dispatcher, judge: bool) -> Result<bool, StoreError> {
         d.stop_taken_over(&taken);
     }
     if !judge {
+        // Its success starts the one-lease wait after an outage, so it must have reached the
+        // database: with no runs of its own to look up, `taken_over` asks nothing, and a sweep
+        // that "succeeded" during the outage let this node judge the others moments after the
+        // database came back, before they could renew their leases.
+        store.reachable()?;
         return Ok(false);
     }
     let lost = store.interrupt_orphans()?;

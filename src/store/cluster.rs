@@ -46,6 +46,14 @@ impl Store {
         }
     }
 
+    /// Whether the shared database answers now (always with SQLite, a local file).
+    pub fn reachable(&self) -> Result<(), StoreError> {
+        match self.postgres() {
+            Some(pg) => pg.ping(),
+            None => Ok(()),
+        }
+    }
+
     /// The nodes of the cluster, alive first; empty with SQLite.
     pub fn nodes(&self) -> Result<Vec<NodeRow>, StoreError> {
         match self.postgres() {

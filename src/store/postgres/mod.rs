@@ -87,11 +87,16 @@ impl Pg {
                 _stop: stop,
             }),
         };
-        pg.call(|c| async move {
+        pg.ping()?;
+        Ok(pg)
+    }
+
+    /// Whether the database answers now: one `SELECT 1` on a pooled connection.
+    pub(crate) fn ping(&self) -> Result<(), StoreError> {
+        self.call(|c| async move {
             c.simple_query("SELECT 1").await?;
             Ok(())
-        })?;
-        Ok(pg)
+        })
     }
 
     /// The URL, password redacted.
