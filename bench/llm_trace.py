@@ -17,6 +17,7 @@ counts the wall time as writing). Kinds, told apart by what the engine sends:
   continuation  a turn's later requests (tool results appended; cached prefix)
   evidence      the answer asked from the evidence (its own short system prompt)
   review        the review of a silent reply
+  code check    the function that checks a silent reply (its report counts as evidence)
 It asserts nothing; it is the measurement behind bench/README.md's "where a task's seconds go".
 """
 import argparse
@@ -34,6 +35,8 @@ def kind(req):
     system = messages[0].get("content") or "" if messages and messages[0].get("role") == "system" else ""
     if system.startswith("You review"):
         return "review"
+    if system.startswith("You write Python"):
+        return "code check"
     if system.startswith("## Identity\nYou are Routines. Answer") or system.startswith("## Identity\n你是 Routines。根据"):
         return "evidence"
     return "first" if len(messages) <= 2 else "continuation"
@@ -95,7 +98,7 @@ def serve(port, log, upstream):
 
 def summary(log):
     rows = [json.loads(line) for line in open(log) if line.strip()]
-    order = ["first", "continuation", "evidence", "review"]
+    order = ["first", "continuation", "evidence", "review", "code check"]
     totals = {k: {"n": 0, "prompt": 0, "processed": 0, "read_ms": 0.0, "completion": 0, "write_ms": 0.0} for k in order}
     for row in rows:
         resp = row.get("resp") if isinstance(row.get("resp"), dict) else {}

@@ -9,6 +9,7 @@
 
 mod approach;
 pub mod attach;
+mod code_check;
 mod dispatch;
 pub mod events;
 mod evidence;
@@ -40,6 +41,7 @@ use crate::policy::{Grants, Policy, Redactor};
 use crate::tools::{self, AgentFacts, Registry, Shell, Tool, ToolContext};
 
 pub use attach::{AttachError, Attachment};
+pub use code_check::{SilenceTask, Verdict};
 pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnStats};
 pub use hygiene::BadReply;
 pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};

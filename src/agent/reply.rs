@@ -4,12 +4,11 @@
 //! one its caller brings (the heartbeat's ok token with its checklist review).
 
 use std::fmt;
-use std::sync::Arc;
-use std::time::Instant;
 
 use super::Agent;
-use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
-use crate::llm::{ChatRequest, Message};
+use super::code_check::SilenceTask;
+use super::events::{CallRecord, ToolStatus, TurnStats};
+use crate::llm::Message;
 
 /// How a reply is judged.
 pub trait ReplyCheck: fmt::Debug + Send + Sync {
@@ -26,6 +25,12 @@ pub trait ReplyCheck: fmt::Debug + Send + Sync {
     /// model call whose answer, when it has one, replaces the reply. `None`: no review.
     fn review(&self, calls: &[CallRecord]) -> Option<Review> {
         let _ = calls;
+        None
+    }
+
+    /// What a silent reply after tool calls is checked against by code ([`Agent::code_check`])
+    /// before any review. `None`: no code check.
+    fn silence_task(&self) -> Option<SilenceTask> {
         None
     }
 }
@@ -64,6 +69,11 @@ impl ReplyCheck for SilentToken {
         })
     }
 
+    /// Small models answer the token next to the problem they read; code compares better.
+    fn silence_task(&self) -> Option<SilenceTask> {
+        SilenceTask::new(self.1.as_deref()?, &self.0)
+    }
+
     /// Small models answer the token at once, without looking.
     fn nudge(&self) -> Option<String> {
         Some(format!(
@@ -89,34 +99,8 @@ impl Agent {
     /// or history, recorded as a model call. Its answer, or `None` when the call failed or said
     /// nothing (the reply under review stands). Its tokens are added to `stats`.
     pub async fn review(&self, review: Review, stats: &mut TurnStats) -> Option<String> {
-        let request = ChatRequest {
-            model: self.opts.model.clone(),
-            messages: vec![Message::system(review.system), Message::user(review.prompt)],
-            tools: Arc::from(Vec::new()),
-            temperature: Some(0.2),
-            max_tokens: self.opts.max_tokens,
-            require_tool: false,
-        };
-        let started = Instant::now();
-        let result = self.provider.chat(&request).await;
-        let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();
-        self.record(RunEvent::Review {
-            what: review.what,
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            duration: started.elapsed(),
-            error: result.as_ref().err().map(ToString::to_string),
-        });
-        stats.iterations += 1;
-        stats.prompt_tokens += usage.prompt_tokens;
-        stats.completion_tokens += usage.completion_tokens;
-        match result {
-            Ok(r) => r.content.map(|c| c.trim().to_string()).filter(|c| !c.is_empty()),
-            Err(e) => {
-                tracing::warn!(error = %e, "The review of the reply failed; the reply stands.");
-                None
-            }
-        }
+        let messages = vec![Message::system(review.system), Message::user(review.prompt)];
+        self.side_call(&review.what, messages, Some(0.2), self.opts.max_tokens, stats).await
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Engine, RunOptions};
-use crate::agent::{Agent, AgentError, CallRecord, ReplyCheck, SilentToken, ToolStatus, TurnStats};
+use crate::agent::{Agent, AgentError, CallRecord, ReplyCheck, SilentToken, ToolStatus, TurnStats, Verdict};
 use crate::routine::Routine;
 
 /// The check of a run: the one of its options, else its routine's silent token.
@@ -17,8 +17,11 @@ pub(super) fn check_of(routine: &Routine, opts: &RunOptions, task: &str) -> Arc<
 impl Engine {
     /// [`Engine::attempts`], then the reply check's second look at a silent reply: a nudge
     /// when no tool looked at anything (small models answer the token at once; SPEC §8
-    /// Grounding: for every routine with tools), and a review after checks
-    /// (small models answer the token even after reading an ERROR line). `earlier` receives the
+    /// Grounding: for every routine with tools); after checks, the code check (the model writes
+    /// a function that finds what the task asks to report, the engine runs it on the results in
+    /// the sandbox: nothing found keeps the silence, something found asks for the report), and
+    /// where it cannot decide, a review (small models answer the token even after reading an
+    /// ERROR line). `earlier` receives the
     /// stats of the turns and calls before the last.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn checked_attempts(
@@ -39,6 +42,21 @@ impl Engine {
             if let Some(nudge) = check.nudge() {
                 *earlier = agent.last_turn();
                 reply = self.attempts(routine, agent, &nudge, run_id, deadline).await?;
+            }
+        }
+        if check.is_silent(&reply) && looked(agent.last_calls()) {
+            if let Some(task) = check.silence_task() {
+                match agent.code_check(&task, earlier).await {
+                    Verdict::Nothing => return Ok(reply),
+                    Verdict::Found(strings) => {
+                        if let Some(report) = agent.report_found(&task, &strings, earlier).await {
+                            if !check.is_silent(&report) {
+                                return Ok(report);
+                            }
+                        }
+                    }
+                    Verdict::Unknown(_) => {}
+                }
             }
         }
         if check.is_silent(&reply) {

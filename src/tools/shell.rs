@@ -244,6 +244,48 @@ async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings) -> Result<Ou
     })
 }
 
+/// What a contained run printed (stdout and stderr together, capped) and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contained {
+    pub output: String,
+    /// The exit code; `None` when a signal or the timeout ended it.
+    pub code: Option<i32>,
+    pub timed_out: bool,
+}
+
+/// Runs `argv` (an absolute program) for the engine itself, not for the model's `shell` tool:
+/// inside the shell's sandbox, which must be a real one (bubblewrap or Landlock, never `none`),
+/// writing only `dir` (also its working directory), with no network and exactly `env`, killed
+/// with everything it started at `timeout`. The code check of a silent reply runs the model's
+/// code this way (`agent/code_check.rs`). `None` when no real sandbox is set up here.
+pub(crate) async fn run_contained(
+    argv: &[String],
+    dir: &Path,
+    env: Vec<(String, String)>,
+    timeout: Duration,
+    settings: &ShellSettings,
+) -> Option<Result<Contained, ToolError>> {
+    let ShellSandbox::Ready { sandbox, read_only, hidden, .. } = &settings.sandbox else { return None };
+    if sandbox.kind() == crate::sandbox::SandboxKind::None {
+        return None;
+    }
+    let contained = ShellSettings {
+        timeout,
+        env,
+        sandbox: ShellSandbox::Ready {
+            sandbox: sandbox.clone(),
+            read_only: read_only.clone(),
+            hidden: hidden.clone(),
+            network: false,
+        },
+    };
+    Some(run(argv, dir, &contained).await.map(|o| Contained {
+        output: String::from_utf8_lossy(&o.bytes).into_owned(),
+        code: o.code,
+        timed_out: o.timed_out,
+    }))
+}
+
 async fn collect(mut pipe: impl AsyncRead + Unpin, buffer: Arc<Mutex<(Vec<u8>, bool)>>) {
     let mut chunk = [0u8; 8192];
     loop {

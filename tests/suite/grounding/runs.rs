@@ -40,14 +40,20 @@ async fn a_silent_reply_after_a_check_is_believed_once_a_review_agrees() {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "nothing new\n");
-    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("**NO_REPLY**"), text("NO_REPLY")]);
+    // The code check gets no function, so the review decides.
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("**NO_REPLY**"),
+        text("I cannot write that."),
+        text("NO_REPLY"),
+    ]);
     let o = p.run_async(["run", "watch", "--json"]).await;
     o.success();
     assert_eq!(o.json()["status"], "silent");
     assert!(!p.path().join("out.md").exists());
-    assert_eq!(mock.request_count(), 3);
+    assert_eq!(mock.request_count(), 4);
     // The review sees the task and what the tool returned, and offers no tools.
-    let review = &mock.requests()[2];
+    let review = &mock.requests()[3];
     let prompt = crate::common::content(review, 1);
     assert!(prompt.starts_with("Task:\n") && prompt.contains("nothing new"), "{prompt}");
     assert!(review.get("tools").is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())), "{review}");
@@ -61,6 +67,7 @@ async fn a_silent_reply_after_a_tool_showed_the_problem_is_reviewed_into_an_aler
     mock.push_all([
         tool_call("file_read", json!({"path": "notes.txt"})),
         text("NO_REPLY"),
+        text("I cannot write that."),
         text("09:12 ERROR payment provider unreachable"),
     ]);
     let o = p.run_async(["run", "watch", "--json"]).await;

@@ -17,7 +17,7 @@ async fn history_lists_newest_first_and_filters() {
         error(400, "nope"),
         tool_call("file_list", json!({})),
         text("NO_REPLY"),
-        text("NO_REPLY"),
+        text(super::NOTHING_FOUND),
         text("two"),
     ]);
     for (name, code) in [("daily", 0), ("watch", 1), ("watch", 0), ("daily", 0)] {

@@ -47,4 +47,7 @@ pub(super) fn parse_local(v: &Value) -> DateTime<FixedOffset> {
     DateTime::parse_from_rfc3339(s).unwrap()
 }
 
+/// A model's reply to the code check of a silent reply: a function that finds nothing.
+pub(super) const NOTHING_FOUND: &str = "```python\ndef findings(output):\n    return []\n```";
+
 pub(super) const DAILY: &str = "description: The daily digest\nvars: { repo: acme/app }\nprompt: Summarize {{ vars.repo }} for {{ routine.name }}.\n";

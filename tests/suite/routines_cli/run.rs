@@ -139,8 +139,8 @@ async fn a_silent_reply_delivers_nothing_and_exits_0() {
         "routines/watch.yaml",
         "prompt: Anything new? If not, say NO_REPLY.\ndeliver:\n  - file: { path: out/watch.md }\n",
     );
-    // The model says NO_REPLY after looking, and the review of what it saw agrees.
-    mock.push_all([tool_call("file_list", json!({})), text("NO_REPLY"), text("NO_REPLY")]);
+    // The model says NO_REPLY after looking, and the code check of what it saw agrees.
+    mock.push_all([tool_call("file_list", json!({})), text("NO_REPLY"), text(super::NOTHING_FOUND)]);
     let o = p.run_async(["run", "watch"]).await;
     o.success().stdout_is("").stderr_is(
         "running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent (nothing to report; nothing delivered)\n",

@@ -1,0 +1,369 @@
+//! The code check of a silent reply: before the engine believes a silent token that follows
+//! tool calls, the model writes a small Python function that finds, in what the tools returned,
+//! what the task asks to report; the engine runs it on those results inside the OS sandbox and
+//! believes the silence only when the function finds nothing.
+//!
+//! Why code: a 1.5B model answers `NO_REPLY` next to the ERROR line it just read, `ALL_UP` next
+//! to `"state": "down"` and "normal" next to 93% where the task says above 90%; asked again in
+//! words (reviews, yes/no questions, their probabilities) it does not make the comparison
+//! (bench/README.md, stops 28 and 29). Asked to write the comparison as code, the same model
+//! wrote a right check in 11 of 15 recorded cases, and the four others raised an error; no
+//! check that ran gave the wrong verdict. A check that cannot decide leaves the decision to the
+//! review, as before.
+//!
+//! The function is the model's output, so it is hostile like every tool argument: it runs in
+//! the sandbox of `security.sandbox` (bubblewrap or Landlock; never without one), with no
+//! network, writing only a fresh scratch folder, with a few seconds of CPU, a memory and file
+//! size limit, and the wall-clock timeout below. Only one bit comes back: whether it found
+//! something. What it returned never reaches a prompt, a delivery or the database, so code that
+//! reads a file it can see has nowhere to send it; and the bit can only turn a silence into a
+//! report the model is then asked to write from the tool results, never a report into silence.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::Agent;
+use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
+use crate::llm::{ChatRequest, Message};
+
+/// The program that runs the model's function: limits first, then the function on the data,
+/// then one line with the verdict and the strings the function returned. The model's code runs
+/// in the same interpreter and could print a verdict of its own; that only keeps a silence the
+/// model chose anyway, or picks which lines of the results the report is asked from.
+const HARNESS: &str = r#"import json, resource, sys
+for which, value in ((resource.RLIMIT_AS, 1 << 30), (resource.RLIMIT_CPU, 5), (resource.RLIMIT_FSIZE, 1 << 20)):
+    hard = resource.getrlimit(which)[1]
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(which, (value, value))
+with open(sys.argv[1], encoding="utf-8") as f:
+    source = f.read()
+with open(sys.argv[2], encoding="utf-8") as f:
+    data = f.read()
+scope = {"__name__": "check"}
+exec(compile(source, "check.py", "exec"), scope)
+found = scope["findings"](data)
+COLLECTIONS = (list, tuple, set, frozenset, dict)
+def parts(v):
+    # What counts in a value: a dict with lists in it counts by those lists only
+    # ({"checked_at": "...", "services": []} found nothing).
+    if isinstance(v, dict):
+        inner = [x for x in v.values() if isinstance(x, COLLECTIONS)]
+        return inner or list(v.values())
+    return list(v) if isinstance(v, COLLECTIONS) else None
+def something(v, depth=0):
+    if depth > 20 or v is None or isinstance(v, bool):
+        return v is True
+    inner = parts(v)
+    if inner is not None:
+        return any(something(x, depth + 1) for x in inner)
+    if isinstance(v, (int, float)):
+        return v != 0
+    return bool(str(v).strip())
+strings = []
+def walk(v, depth=0):
+    if depth > 20 or len(strings) >= 200 or not something(v):
+        return
+    inner = parts(v)
+    if inner is not None:
+        for x in inner:
+            walk(x, depth + 1)
+    elif not isinstance(v, bool):
+        strings.append(str(v)[:500])
+walk(found)
+sys.stdout.write("\n" + json.dumps({"found": something(found), "strings": strings}) + "\n")
+"#;
+
+/// The wall-clock limit of one check (the harness also limits CPU time to 5 s).
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// How much of the tool results the model sees as the example its function must parse (the
+/// function itself runs on all of them).
+const EXAMPLE_CHARS: usize = 3_000;
+/// How many tokens the function may take.
+const CODE_TOKENS: u32 = 600;
+
+/// What a silent reply is checked against: the task without its sentences that name the
+/// token (what is left says what to report), and the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SilenceTask {
+    pub task: String,
+    pub token: String,
+}
+
+impl SilenceTask {
+    /// The task `task` of a silent `token`, without the sentences that name the token. `None`
+    /// when nothing is left.
+    pub fn new(task: &str, token: &str) -> Option<SilenceTask> {
+        let token = token.trim();
+        if token.is_empty() {
+            return None;
+        }
+        let kept: Vec<&str> = sentences(task).filter(|s| !s.contains(token)).collect();
+        let task = kept.join(" ");
+        (!task.trim().is_empty()).then(|| SilenceTask { task, token: token.to_string() })
+    }
+}
+
+/// The sentences of `text`: split after `.`, `!`, `?`, `;` followed by white space, after
+/// `。！？；` and at line ends, trimmed, empty ones left out.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next_blank = chars.peek().is_none_or(|(_, n)| n.is_whitespace());
+        let end = match c {
+            '。' | '！' | '？' | '；' | '\n' => true,
+            '.' | '!' | '?' | ';' => next_blank,
+            _ => false,
+        };
+        if end {
+            out.push(&text[start..i + c.len_utf8()]);
+            start = i + c.len_utf8();
+        }
+    }
+    out.push(&text[start..]);
+    out.into_iter().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// What the check decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The function found something the task asks to report: the silence is not believed. The
+    /// strings in what it returned (they pick the lines the report is asked from).
+    Found(Vec<String>),
+    /// It found nothing: the silence stands.
+    Nothing,
+    /// No verdict (no sandbox or no `python3` here, no results, no function, the function
+    /// failed): why, for the run's events.
+    Unknown(String),
+}
+
+impl Agent {
+    /// Checks a silent reply of the last turn against `task` by code, as the module says. The
+    /// model call is recorded as a review and counted in `stats`.
+    pub async fn code_check(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
+        let verdict = self.decide(task, stats).await;
+        let detail = match &verdict {
+            Verdict::Found(_) => "the code check found something the task asks to report".to_string(),
+            Verdict::Nothing => "the code check found nothing to report".to_string(),
+            Verdict::Unknown(why) => format!("the code check could not decide: {why}"),
+        };
+        self.record(RunEvent::Note { kind: "code_check", detail });
+        verdict
+    }
+
+    async fn decide(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
+        let calls: Vec<&CallRecord> = looked_calls(&self.last_calls);
+        if calls.is_empty() {
+            return Verdict::Unknown("no tool returned anything".into());
+        }
+        let Some(python) = python() else {
+            return Verdict::Unknown("no python3 in /usr/local/bin, /usr/bin or /bin".into());
+        };
+        let data: String = calls.iter().map(|c| c.result.as_str()).collect::<Vec<_>>().join("\n");
+        let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
+        let messages = code_request(task, &calls, &data);
+        let reply = match self.side_call("code check of the silent reply", messages, Some(0.0), tokens, stats).await {
+            Some(reply) => reply,
+            None => return Verdict::Unknown("the model call failed or said nothing".into()),
+        };
+        let Some(code) = code_of(&reply) else {
+            return Verdict::Unknown("the reply held no `findings` function".into());
+        };
+        run(&python, &code, &data, &self.opts.shell).await
+    }
+
+    /// The report after the check [`Verdict::Found`] something: the answer to the task (without
+    /// the sentences that name the token) asked from what the tools returned, as the turn asks
+    /// for an answer from the evidence, with the check's finding said. The data is only the
+    /// lines of the results that hold a string the function returned, where there are such
+    /// lines: asked from the whole `services.json`, the 1.5B model named a service that is up
+    /// beside the one down; asked from the line the function found, only the one down (three
+    /// clock times of three). `None` when the call failed or its answer is empty.
+    pub async fn report_found(&self, task: &SilenceTask, found: &[String], stats: &mut TurnStats) -> Option<String> {
+        let lang = self.opts.language;
+        let said = match lang {
+            crate::config::Language::En => "A check of the data found something the task asks you to report.",
+            crate::config::Language::Zh => "对数据的检查发现了任务要求报告的内容。",
+        };
+        let now = (self.clock)().with_timezone(&self.opts.timezone);
+        let now = format!("Current time: {} ({})", now.format("%Y-%m-%d %H:%M %:z, %A"), self.opts.timezone.name());
+        let calls = found_lines(&looked_calls(&self.last_calls), found);
+        let messages = super::evidence::messages(&format!("{}\n\n{said}", task.task.trim()), &calls, lang, &now, "")?;
+        let reply = self
+            .side_call(
+                "report of what the code check found",
+                messages,
+                self.opts.temperature,
+                self.opts.max_tokens,
+                stats,
+            )
+            .await?;
+        Some(super::evidence::answer_of(&reply).to_string()).filter(|a| !a.is_empty())
+    }
+
+    /// One model call beside the turns, without tools or history, recorded as a review; its
+    /// text, or `None` when it failed or was empty.
+    pub(super) async fn side_call(
+        &self,
+        what: &str,
+        messages: Vec<Message>,
+        temperature: Option<f32>,
+        max_tokens: Option<u32>,
+        stats: &mut TurnStats,
+    ) -> Option<String> {
+        let request = ChatRequest {
+            model: self.opts.model.clone(),
+            messages,
+            tools: Arc::from(Vec::new()),
+            temperature,
+            max_tokens,
+            require_tool: false,
+        };
+        let started = Instant::now();
+        let result = self.provider.chat(&request).await;
+        let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();
+        self.record(RunEvent::Review {
+            what: what.to_string(),
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            duration: started.elapsed(),
+            error: result.as_ref().err().map(ToString::to_string),
+        });
+        stats.iterations += 1;
+        stats.prompt_tokens += usage.prompt_tokens;
+        stats.completion_tokens += usage.completion_tokens;
+        match result {
+            Ok(r) => r.content.map(|c| c.trim().to_string()).filter(|c| !c.is_empty()),
+            Err(e) => {
+                tracing::warn!(error = %e, what, "A model call beside the turn failed.");
+                None
+            }
+        }
+    }
+}
+
+/// The calls whose results the check reads: the successful ones, each call once.
+fn looked_calls(calls: &[CallRecord]) -> Vec<&CallRecord> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for call in calls.iter().filter(|c| c.status == ToolStatus::Success && !c.result.trim().is_empty()) {
+        let key = (call.tool.as_str(), call.arguments.as_str());
+        if !seen.contains(&key) {
+            seen.push(key);
+            out.push(call);
+        }
+    }
+    out
+}
+
+/// The results of `calls` cut to the lines that hold one of `found` (strings of three
+/// characters or more; shorter ones match too much), calls without such a line left out; all of
+/// them whole when no line holds one. Only lines of the results are kept, so what the function
+/// returned never reaches the prompt itself.
+fn found_lines(calls: &[&CallRecord], found: &[String]) -> Vec<CallRecord> {
+    let found: Vec<&str> = found.iter().map(|s| s.trim()).filter(|s| s.chars().count() >= 3).collect();
+    let cut: Vec<CallRecord> = calls
+        .iter()
+        .filter_map(|c| {
+            let lines: Vec<&str> = c.result.lines().filter(|l| found.iter().any(|f| l.contains(f))).collect();
+            (!lines.is_empty()).then(|| CallRecord { result: lines.join("\n"), ..(*c).clone() })
+        })
+        .collect();
+    if cut.is_empty() { calls.iter().map(|c| (*c).clone()).collect() } else { cut }
+}
+
+/// The request for the function. English whatever the routine's language: it asks for code.
+/// The sentences that name the token are left out of the task, so that the function finds what
+/// to report rather than looking for the token in the data (which the model did when they were
+/// kept: `return "NO_REPLY" not in output`).
+fn code_request(task: &SilenceTask, calls: &[&CallRecord], data: &str) -> Vec<Message> {
+    let what =
+        calls.iter().map(|c| format!("`{} {}`", c.tool, c.arguments)).collect::<Vec<_>>().join(", then the output of ");
+    let example: String = data.chars().take(EXAMPLE_CHARS).collect();
+    let cut = if example.len() < data.len() { "\n[... cut here; the function gets all of it]" } else { "" };
+    vec![
+        Message::system("You write Python."),
+        Message::user(format!(
+            "Task: {}\n\nWrite a Python function `findings(output: str) -> list` that takes the output of {what} \
+             (an example is below) and returns the things the task asks to tell about: an empty list when there \
+             is nothing to tell. Reply with the code only.\n\nExample output:\n```\n{example}{cut}\n```",
+            task.task.trim()
+        )),
+    ]
+}
+
+/// The code of a reply: its first fenced block, or the whole reply; `None` without a
+/// `findings` function.
+fn code_of(reply: &str) -> Option<String> {
+    let code = match reply.split_once("```") {
+        Some((_, rest)) => {
+            let body = rest.split_once('\n').map_or("", |(_, b)| b);
+            body.split_once("```").map_or(body, |(b, _)| b)
+        }
+        None => reply,
+    };
+    code.contains("def findings").then(|| code.to_string())
+}
+
+/// `python3` in the shell's PATH, where the sandbox finds the same file.
+fn python() -> Option<PathBuf> {
+    ["/usr/local/bin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join("python3")).find(|p| p.is_file())
+}
+
+/// Runs `code` on `data` with the harness in a fresh scratch folder, contained.
+async fn run(python: &Path, code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Verdict {
+    let scratch = match tempfile::Builder::new().prefix("routines-check-").tempdir() {
+        Ok(dir) => dir,
+        Err(e) => return Verdict::Unknown(format!("cannot make a scratch folder: {e}")),
+    };
+    let dir = scratch.path();
+    for (name, text) in [("harness.py", HARNESS), ("check.py", code), ("data.txt", data)] {
+        if let Err(e) = std::fs::write(dir.join(name), text) {
+            return Verdict::Unknown(format!("cannot write {name}: {e}"));
+        }
+    }
+    let at = |name: &str| dir.join(name).display().to_string();
+    let argv =
+        vec![python.display().to_string(), "-I".into(), "-B".into(), at("harness.py"), at("check.py"), at("data.txt")];
+    let env = vec![
+        ("PATH".to_string(), "/usr/local/bin:/usr/bin:/bin".to_string()),
+        ("LANG".to_string(), "C.UTF-8".to_string()),
+        ("HOME".to_string(), dir.display().to_string()),
+    ];
+    let Some(result) = crate::tools::run_contained(&argv, dir, env, TIMEOUT, shell).await else {
+        return Verdict::Unknown("no OS sandbox is set up to run it in".into());
+    };
+    match result {
+        Ok(out) if out.timed_out => Verdict::Unknown(format!("it ran past {} s", TIMEOUT.as_secs())),
+        Ok(out) => verdict_of(&out.output, out.code),
+        Err(e) => Verdict::Unknown(format!("it could not run: {e}")),
+    }
+}
+
+/// The verdict in the harness's last line, when it exited 0; else the error's last line.
+fn verdict_of(output: &str, code: Option<i32>) -> Verdict {
+    let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+    if code == Some(0) {
+        #[derive(serde::Deserialize)]
+        struct Line {
+            found: bool,
+            strings: Vec<String>,
+        }
+        if let Ok(line) = serde_json::from_str::<Line>(last) {
+            return if line.found { Verdict::Found(line.strings) } else { Verdict::Nothing };
+        }
+    }
+    let why: String = last.chars().take(200).collect();
+    Verdict::Unknown(match code {
+        // bubblewrap exits 128 + the signal that ended the program: the CPU or memory limit.
+        Some(c) if c > 128 => format!("it was killed by signal {} (a limit of CPU time or memory)", c - 128),
+        Some(c) => format!("it exited {c}: {why}"),
+        None => format!("it was killed: {why}"),
+    })
+}
+
+#[cfg(test)]
+#[path = "code_check_tests.rs"]
+mod tests;

@@ -1,0 +1,169 @@
+//! The code check of a silent reply (docs/ARCHITECTURE.md, "A silence is checked by code"):
+//! after a look, a silent token is believed only when a function the model writes finds
+//! nothing to report in what the tools returned; the engine runs it in the OS sandbox
+//! (bubblewrap here and in CI). A check that cannot decide leaves it to the review.
+
+use std::net::TcpListener;
+
+use serde_json::{Value, json};
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
+
+const WATCH: &str = "prompt: Check notes.txt for errors. If there are any, quote them. If there are none, reply NO_REPLY.\n\
+                     agent: { tools: [file_read, file_list] }\ndeliver:\n  - file: { path: out.md }\n";
+
+/// A function that returns the ERROR lines, as a model writes it.
+const ERRORS: &str =
+    "```python\ndef findings(output: str) -> list:\n    return [l for l in output.splitlines() if 'ERROR' in l]\n```";
+
+fn notes(show: &Value) -> Vec<String> {
+    show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "note" && e["detail"].as_str().unwrap_or_default().contains("code check"))
+        .map(|e| e["detail"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_next_to_the_problem_is_found_by_the_code_and_reported() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH)
+        .write("notes.txt", "09:10 INFO started\n09:12 ERROR payment provider unreachable\n09:13 INFO ok\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(ERRORS),
+        text("ANSWER: 09:12 ERROR payment provider unreachable"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "succeeded");
+    assert_eq!(o.json()["output"], "09:12 ERROR payment provider unreachable");
+    assert_eq!(p.read("out.md"), "09:12 ERROR payment provider unreachable\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4);
+    // The code request: the task without the token's sentence, the call, the result as the
+    // example; no tools, temperature 0.
+    let code = crate::common::content(&reqs[2], 1);
+    assert!(code.starts_with("Task: Check notes.txt for errors. If there are any, quote them.\n\nWrite a Python function `findings(output: str) -> list`"), "{code}");
+    assert!(code.contains("09:12 ERROR payment provider unreachable") && !code.contains("NO_REPLY"), "{code}");
+    assert!(reqs[2].get("tools").is_none_or(|t| t.as_array().is_none_or(|a| a.is_empty())));
+    assert_eq!(reqs[2]["temperature"], 0.0);
+    // The report: the task and the data, with what the check found; the token is not offered.
+    let report = crate::common::content(&reqs[3], 1);
+    assert!(report.contains("A check of the data found something the task asks you to report."), "{report}");
+    assert!(report.contains("09:12 ERROR payment provider unreachable") && !report.contains("NO_REPLY"), "{report}");
+    assert!(!report.contains("INFO"), "the report reads only the lines the function found: {report}");
+    assert_eq!(notes(&p.show(1).await), ["the code check found something the task asks to report"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_the_code_confirms_stays_silent_without_a_review() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:13 INFO ok\n");
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("NO_REPLY"), text(ERRORS)]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent");
+    assert!(!p.path().join("out.md").exists());
+    assert_eq!(mock.request_count(), 3, "no review after the check decided");
+    mock.assert_clean();
+    assert_eq!(notes(&p.show(1).await), ["the code check found nothing to report"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_with_only_empty_lists_in_it_found_nothing() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "{\"checked_at\": \"07:00\", \"services\": []}\n");
+    // As the 1.5B model wrote it for a health check where every service was up.
+    let code = "```python\nimport json\ndef findings(output):\n    data = json.loads(output)\n    return {'checked_at': data['checked_at'], 'down': [s for s in data['services'] if s['state'] != 'up']}\n```";
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("NO_REPLY"), text(code)]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent");
+    assert_eq!(mock.request_count(), 3);
+    assert_eq!(notes(&p.show(1).await), ["the code check found nothing to report"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_fails_leaves_the_silence_to_the_review() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "usage 93%\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        // int('93%') raises, as the 1.5B model's checks of `df -h` did.
+        text("```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```"),
+        text("NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review comes after the failed check");
+    let notes = notes(&p.show(1).await);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].starts_with("the code check could not decide: it exited 1: ValueError: invalid literal for int()"),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_without_a_function_leaves_the_silence_to_the_review() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "all fine\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text("NO_REPLY"),
+        text("NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent");
+    assert_eq!(mock.request_count(), 4);
+    assert_eq!(notes(&p.show(1).await), ["the code check could not decide: the reply held no `findings` function"]);
+}
+
+/// The model's function is hostile like any tool argument. It tries to write the workspace, the
+/// engine's files and the host's /tmp, to reach a port on this host, and to run past its time;
+/// the disk and the listener show none of it happened, and the run goes on to the review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_function_runs_contained() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR disk\n");
+    let host_tmp = std::env::temp_dir().join(format!("routines-check-escape-{port}"));
+    let root = p.path().display().to_string();
+    let code = format!(
+        "```python\nimport os, socket\ndef findings(output):\n    for path in ['{root}/pwned', '{root}/routines/evil.yaml', '{root}/notes.txt', '{tmp}']:\n        try:\n            open(path, 'w').write('x')\n        except Exception:\n            pass\n    try:\n        socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    except Exception:\n        pass\n    while True:\n        pass\n```",
+        tmp = host_tmp.display()
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(&code),
+        text("NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "the review decided: {}", o.stdout);
+    assert!(!p.path().join("pwned").exists());
+    assert!(!p.path().join("routines/evil.yaml").exists());
+    assert_eq!(p.read("notes.txt"), "09:12 ERROR disk\n");
+    assert!(!host_tmp.exists(), "the sandbox's /tmp is its own");
+    assert!(listener.accept().is_err(), "no connection reached the host");
+    let notes = notes(&p.show(1).await);
+    assert!(notes[0].starts_with("the code check could not decide: it was killed"), "{notes:?}");
+    assert_eq!(mock.request_count(), 4, "the review came after the check");
+}
