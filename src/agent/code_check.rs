@@ -161,7 +161,7 @@ impl Agent {
         let Some(python) = python() else {
             return Verdict::Unknown("no python3 in /usr/local/bin, /usr/bin or /bin".into());
         };
-        let data: String = calls.iter().map(|c| c.result.as_str()).collect::<Vec<_>>().join("\n");
+        let data: String = calls.iter().map(|c| content(c)).collect::<Vec<_>>().join("\n");
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let messages = code_request(task, &calls, &data);
         let reply = match self.side_call("code check of the silent reply", messages, Some(0.0), tokens, stats).await {
@@ -256,6 +256,16 @@ fn looked_calls(calls: &[CallRecord]) -> Vec<&CallRecord> {
         }
     }
     out
+}
+
+/// What a call returned, as the function should parse it: without the range line `file_read`
+/// adds and without trailing white space (the model's functions take `lines[-1]` for the last
+/// line, which a final newline makes empty).
+fn content(call: &CallRecord) -> &str {
+    match call.tool.as_str() {
+        "file_read" => crate::tools::without_range(&call.result),
+        _ => call.result.trim_end(),
+    }
 }
 
 /// The results of `calls` cut to the lines that hold one of `found` (strings of three

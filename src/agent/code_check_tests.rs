@@ -83,3 +83,17 @@ fn the_report_reads_the_lines_the_function_found() {
     let whole = found_lines(&calls, &["当前的使用率：93%".into()]);
     assert_eq!(whole.iter().map(|c| c.result.as_str()).collect::<Vec<_>>(), [services.result.as_str(), "nothing here"]);
 }
+
+#[test]
+fn the_function_parses_what_the_file_holds() {
+    let call = |tool: &str, result: &str| CallRecord {
+        tool: tool.into(),
+        arguments: "{}".into(),
+        status: ToolStatus::Success,
+        result: result.into(),
+    };
+    assert_eq!(content(&call("file_read", "07:00 71%\n09:00 93%\n(lines 1-2 of 3)")), "07:00 71%\n09:00 93%");
+    assert_eq!(content(&call("file_read", "07:00 71%\n09:00 93%\n")), "07:00 71%\n09:00 93%");
+    assert_eq!(content(&call("shell", "/ 93%\n\n")), "/ 93%");
+    assert_eq!(content(&call("shell", "x\n(lines 1-2 of 3)")), "x\n(lines 1-2 of 3)", "only file_read adds the line");
+}

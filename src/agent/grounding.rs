@@ -108,6 +108,51 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure
     (silent || misused || crate::tools::names_a_near_path(&last.result)).then(|| Failure::of(last))
 }
 
+/// A file the turn read only in part: its path, the first and last line shown, and its lines.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct PartRead {
+    path: String,
+    first: usize,
+    last: usize,
+    lines: usize,
+}
+
+/// The first file that the turn's successful `file_read` calls showed only in part (their
+/// results end with `(lines A-B of N)` short of the whole file) and no call showed whole.
+/// Asked before a silent answer is taken: "all is well" is not known from part of a file (the
+/// 1.5B model read the first line of a three-line log with `limit: 1` where the task asked
+/// about the last, and answered all is well).
+pub(super) fn part_read(calls: &[CallRecord]) -> Option<PartRead> {
+    let reads = calls.iter().filter(|c| c.tool == "file_read" && c.status == ToolStatus::Success);
+    // A read's range: first and last line shown, and the file's lines (`None`: the whole file).
+    type Range = Option<(usize, usize, usize)>;
+    let shown = |c: &CallRecord| -> Option<(String, Range)> {
+        let args: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
+        let path = args.get("path")?.as_str()?.to_string();
+        Some((path, crate::tools::read_range(&c.result)))
+    };
+    let seen: Vec<(String, Range)> = reads.filter_map(shown).collect();
+    seen.iter().find_map(|(path, range)| {
+        let &(first, last, lines) = range.as_ref()?;
+        let whole = |r: &Range| r.is_none_or(|(a, b, n)| a <= 1 && b >= n);
+        let part = (first > 1 || last < lines) && !seen.iter().any(|(p, r)| p == path && whole(r));
+        part.then(|| PartRead { path: path.clone(), first, last, lines })
+    })
+}
+
+/// What asks for the rest of a file read in part before a silent answer is taken.
+pub(super) fn part_read_message(lang: Language, part: &PartRead) -> String {
+    let PartRead { path, first, last, lines } = part;
+    match lang {
+        Language::En => format!(
+            "You read only lines {first}-{last} of the {lines} lines of `{path}`. Read the lines the task asks about, then answer."
+        ),
+        Language::Zh => {
+            format!("你只读了 `{path}` 共 {lines} 行中的第 {first}-{last} 行。请读取任务所问的那些行，然后作答。")
+        }
+    }
+}
+
 /// Whether a command's error output says it was called wrong, as common tools word it.
 fn misused(output: &str) -> bool {
     const SAYS: [&str; 7] = [
@@ -343,6 +388,35 @@ mod tests {
         assert!(failure_message(Language::En, &failure).starts_with(
             "Your last tool call failed:\nshell {\"command\":\"git log --author-date=now\"}\n[failed] exit code 128\n"
         ));
+    }
+
+    #[test]
+    fn a_file_read_in_part_is_named_until_a_call_reads_it_whole() {
+        let read = |args: &str, result: &str| CallRecord {
+            tool: "file_read".into(),
+            arguments: args.into(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        };
+        let first = read(r#"{"path":"logs/disk.log","limit":1}"#, "07:00 71%\n(lines 1-1 of 3)");
+        let part = part_read(std::slice::from_ref(&first)).unwrap();
+        assert_eq!(
+            part_read_message(Language::En, &part),
+            "You read only lines 1-1 of the 3 lines of `logs/disk.log`. Read the lines the task asks about, then answer."
+        );
+        assert_eq!(
+            part_read_message(Language::Zh, &part),
+            "你只读了 `logs/disk.log` 共 3 行中的第 1-1 行。请读取任务所问的那些行，然后作答。"
+        );
+        let rest = read(r#"{"path":"logs/disk.log","offset":1}"#, "07:00 71%\n08:00 78%\n09:00 93%\n(lines 1-3 of 3)");
+        assert_eq!(part_read(&[first.clone(), rest]), None, "read whole later");
+        let plain = read(r#"{"path":"logs/disk.log"}"#, "07:00 71%\n08:00 78%\n09:00 93%\n");
+        assert_eq!(part_read(&[first.clone(), plain]), None);
+        let all_of_it = read(r#"{"path":"a.txt","limit":5}"#, "one\ntwo\n(lines 1-2 of 2)");
+        assert_eq!(part_read(&[all_of_it]), None, "a limit past the end showed it all");
+        let mut failed = first;
+        failed.status = ToolStatus::Failed;
+        assert_eq!(part_read(&[failed]), None);
     }
 
     #[test]

@@ -67,6 +67,7 @@ impl Agent {
         // again fails. Each of those asks once per turn.
         let mut standing: Option<(&'static str, String)> = None;
         let mut failure_sent = false;
+        let mut part_sent = false;
         let mut named_sent = false;
         // A write made before the files the task names were read is held back once per turn.
         let mut held_sent = false;
@@ -174,6 +175,23 @@ impl Agent {
                             "the reply came after a failed tool call; sent the failure back",
                         );
                         pending = Some(grounding::failure_message(lang, &failure));
+                        look_again = true;
+                        spent.clear();
+                        continue;
+                    }
+                }
+                // Unattended, "all is well" is not known from part of a file: a silent answer after
+                // a file was read only in part asks once for the rest (`grounding::part_read`).
+                if let (Ok(text), false, false, Some(routine)) = (&answer, last, part_sent, &self.routine) {
+                    let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
+                    if let Some(part) = silent.then(|| grounding::part_read(&calls_made)).flatten() {
+                        standing = Some(("part_read_reask", text.clone()));
+                        part_sent = true;
+                        self.note(
+                            "part_read_reask",
+                            "the silent reply came after a file was read only in part; asked for the rest",
+                        );
+                        pending = Some(grounding::part_read_message(lang, &part));
                         look_again = true;
                         spent.clear();
                         continue;

@@ -163,6 +163,27 @@ fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
     Ok(shown)
 }
 
+/// The range a `file_read` result ends with, `(lines A-B of N)`: first and last line shown and
+/// the file's lines. `None` for a whole file (no such line) and for a range whose end is not
+/// known (`more lines follow`, cut at the size limit).
+pub fn read_range(result: &str) -> Option<(usize, usize, usize)> {
+    let last = result.trim_end().lines().next_back()?;
+    let inner = last.strip_prefix("(lines ")?.strip_suffix(')')?;
+    let (range, lines) = inner.split_once(" of ")?;
+    let (a, b) = range.split_once('-')?;
+    Some((a.parse().ok()?, b.parse().ok()?, lines.parse().ok()?))
+}
+
+/// A `file_read` result without the range line the tool adds (what the file holds, for code
+/// that parses it).
+pub fn without_range(result: &str) -> &str {
+    let text = result.trim_end();
+    match text.rsplit_once('\n') {
+        Some((body, last)) if last.starts_with("(lines ") && last.ends_with(')') => body,
+        _ => text,
+    }
+}
+
 pub struct FileList;
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -33,7 +33,7 @@ use crate::llm::ToolSpec;
 use crate::memory::Memory;
 use crate::policy::{CallInfo, Effect, PathError, Policy};
 
-pub use file::{FileList, FileRead};
+pub use file::{FileList, FileRead, read_range, without_range};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
 pub use http::HttpRequest;
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};

@@ -167,3 +167,44 @@ async fn the_function_runs_contained() {
     assert!(notes[0].starts_with("the code check could not decide: it was killed"), "{notes:?}");
     assert_eq!(mock.request_count(), 4, "the review came after the check");
 }
+
+/// "All is well" is not known from part of a file: a silent reply after a read of its first line
+/// asks once for the rest, and the function then parses the whole file, without the range line
+/// the tool adds and without the final newline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/disk.yaml",
+        "prompt: Read the last line of disk.log. If the usage is above 90%, tell me the usage. Otherwise reply NO_REPLY.\n\
+         agent: { tools: [file_read] }\n",
+    )
+    .write("disk.log", "07:00 usage 71%\n08:00 usage 78%\n09:00 usage 93%\n");
+    let last_line = "```python\ndef findings(output):\n    last = output.split('\\n')[-1]\n    return [last] if int(last.split()[-1].rstrip('%')) > 90 else []\n```";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
+        text("NO_REPLY"),
+        tool_call("file_read", json!({"path": "disk.log", "offset": 1})),
+        text("NO_REPLY"),
+        text(last_line),
+        text("ANSWER: The usage is 93%."),
+    ]);
+    let o = p.run_async(["run", "disk", "--json"]).await;
+    o.success();
+    assert_eq!(
+        (o.json()["status"].as_str(), o.json()["output"].as_str()),
+        (Some("succeeded"), Some("The usage is 93%."))
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 6);
+    assert_eq!(
+        crate::common::last_message(&reqs[2])["content"],
+        "You read only lines 1-1 of the 3 lines of `disk.log`. Read the lines the task asks about, then answer."
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    let code = crate::common::content(&reqs[4], 1);
+    assert!(code.ends_with("09:00 usage 93%\n```"), "the example is what the file holds: {code}");
+    let report = crate::common::content(&reqs[5], 1);
+    assert!(report.contains("09:00 usage 93%") && !report.contains("71%"), "{report}");
+}
