@@ -21,8 +21,7 @@ impl Engine {
     /// a function that finds what the task asks to report, the engine runs it on the results in
     /// the sandbox: nothing found keeps the silence, something found asks for the report), and
     /// where it cannot decide, a review (small models answer the token even after reading an
-    /// ERROR line). `earlier` receives the
-    /// stats of the turns and calls before the last.
+    /// ERROR line). `earlier` receives the stats of the turns and calls before the last.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn checked_attempts(
         &self,
