@@ -180,7 +180,8 @@ impl Agent {
     /// lines of the results that hold a string the function returned, where there are such
     /// lines: asked from the whole `services.json`, the 1.5B model named a service that is up
     /// beside the one down; asked from the line the function found, only the one down (three
-    /// clock times of three). `None` when the call failed or its answer is empty.
+    /// clock times of three). `None` when the call failed or its answer is empty or not an answer
+    /// (a call written as text, template tokens): then the review decides.
     pub async fn report_found(&self, task: &SilenceTask, found: &[String], stats: &mut TurnStats) -> Option<String> {
         let lang = self.opts.language;
         let said = match lang {
@@ -200,7 +201,12 @@ impl Agent {
                 stats,
             )
             .await?;
-        Some(super::evidence::answer_of(&reply).to_string()).filter(|a| !a.is_empty())
+        // Like every final reply: a call written as text or template tokens is never delivered.
+        let known = |name: &str| self.tools.get(name).is_some();
+        match super::hygiene::settle(super::evidence::answer_of(&reply), &known) {
+            super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => Some(text),
+            _ => None,
+        }
     }
 
     /// One model call beside the turns, without tools or history, recorded as a review; its

@@ -208,3 +208,24 @@ async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
     let report = crate::common::content(&reqs[5], 1);
     assert!(report.contains("09:00 usage 93%") && !report.contains("71%"), "{report}");
 }
+
+/// A report that is not an answer (a call written as text) is never delivered: the review
+/// decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_is_a_call_written_as_text_goes_to_the_review() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR payment provider unreachable\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(ERRORS),
+        text(r#"ANSWER: {"name": "file_read", "arguments": {"path": "notes.txt"}}"#),
+        text("09:12 ERROR payment provider unreachable"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["output"], "09:12 ERROR payment provider unreachable");
+    assert_eq!(mock.request_count(), 5);
+    assert!(crate::common::content(&mock.requests()[4], 1).starts_with("Task:\n"), "the review decided");
+}
