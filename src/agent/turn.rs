@@ -161,37 +161,38 @@ impl Agent {
                     pending = Some(grounding::reask_message(lang, mode).to_string());
                     continue;
                 }
-                // Unattended, an answer right after a failed look may rest on nothing: when the
-                // failure says which path was meant or that the command was called wrong, or the
-                // answer is the silent token (all is well, from a check that did not run), it goes
-                // back once, with the tools (`grounding::last_failure`).
-                if let (Ok(text), false, false, Some(routine)) = (&answer, last, failure_sent, &self.routine) {
+                // Unattended, an answer may rest on a look that did not show the task's facts; it
+                // goes back once per kind, with the tools: after a failed look, when the failure
+                // says which path was meant or that the command was called wrong, or the answer is
+                // the silent token (`grounding::last_failure`); and a silent answer after a file
+                // was read only in part ("all is well" is not known from part of a file,
+                // `grounding::part_read`).
+                if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
-                    if let Some(failure) = grounding::last_failure(&calls_made, silent) {
-                        standing = Some(("failed_check_reask", text.clone()));
-                        failure_sent = true;
-                        self.note(
-                            "failed_check_reask",
-                            "the reply came after a failed tool call; sent the failure back",
-                        );
-                        pending = Some(grounding::failure_message(lang, &failure));
-                        look_again = true;
-                        spent.clear();
-                        continue;
-                    }
-                }
-                // Unattended, "all is well" is not known from part of a file: a silent answer after
-                // a file was read only in part asks once for the rest (`grounding::part_read`).
-                if let (Ok(text), false, false, Some(routine)) = (&answer, last, part_sent, &self.routine) {
-                    let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
-                    if let Some(part) = silent.then(|| grounding::part_read(&calls_made)).flatten() {
-                        standing = Some(("part_read_reask", text.clone()));
-                        part_sent = true;
-                        self.note(
-                            "part_read_reask",
-                            "the silent reply came after a file was read only in part; asked for the rest",
-                        );
-                        pending = Some(grounding::part_read_message(lang, &part));
+                    let failure = (!failure_sent).then(|| grounding::last_failure(&calls_made, silent)).flatten();
+                    let back = match failure {
+                        Some(failure) => {
+                            failure_sent = true;
+                            Some((
+                                "failed_check_reask",
+                                "the reply came after a failed tool call; sent the failure back",
+                                grounding::failure_message(lang, &failure),
+                            ))
+                        }
+                        None if silent && !part_sent => grounding::part_read(&calls_made).map(|part| {
+                            part_sent = true;
+                            (
+                                "part_read_reask",
+                                "the silent reply came after a file was read only in part; asked for the rest",
+                                grounding::part_read_message(lang, &part),
+                            )
+                        }),
+                        None => None,
+                    };
+                    if let Some((kind, note, message)) = back {
+                        standing = Some((kind, text.clone()));
+                        self.note(kind, note);
+                        pending = Some(message);
                         look_again = true;
                         spent.clear();
                         continue;
