@@ -229,3 +229,33 @@ async fn a_report_that_is_a_call_written_as_text_goes_to_the_review() {
     assert_eq!(mock.request_count(), 5);
     assert!(crate::common::content(&mock.requests()[4], 1).starts_with("Task:\n"), "the review decided");
 }
+
+/// What the function returns cannot carry anything into the report: its strings only pick lines
+/// of the tool results. A function that returns the engine's config, its environment and the
+/// key's variable gets a report asked from the one result line that holds one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_function_cannot_smuggle_what_it_reads_into_the_report() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:12 ERROR disk full\n");
+    let root = p.path().display().to_string();
+    let code = format!(
+        "```python\nimport os\ndef findings(output):\n    out = ['ERROR', repr(dict(os.environ)), os.environ.get('{key}', 'no key')]\n    for path in ['{root}/routines.yaml', '/etc/hostname']:\n        try:\n            out.append(open(path).read())\n        except Exception as e:\n            out.append(str(e))\n    return out\n```",
+        key = crate::common::cli::TEST_KEY.0
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(&code),
+        text("ANSWER: 09:12 ERROR disk full"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["output"], "09:12 ERROR disk full");
+    let report = crate::common::content(&mock.requests()[3], 1);
+    assert!(report.contains("09:12 ERROR disk full") && !report.contains("INFO"), "{report}");
+    for leak in [crate::common::cli::TEST_KEY.1, "provider:", "PATH", "no key", "mock-model"] {
+        assert!(!report.contains(leak), "{leak} reached the report request: {report}");
+    }
+    let show = serde_json::to_string(&p.show(1).await).unwrap();
+    assert!(!show.contains(crate::common::cli::TEST_KEY.1) && !show.contains("provider:"), "{show}");
+}
