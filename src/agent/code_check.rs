@@ -171,7 +171,10 @@ impl Agent {
         let Some(code) = code_of(&reply) else {
             return Verdict::Unknown("the reply held no `findings` function".into());
         };
-        run(&python, &code, &data, &self.opts.shell).await
+        match run(&python, &code, &data, &self.opts.shell).await {
+            Verdict::Found(strings) => in_data(strings, &data),
+            other => other,
+        }
     }
 
     /// The report after the check [`Verdict::Found`] something: the answer to the task (without
@@ -272,6 +275,25 @@ fn content(call: &CallRecord) -> &str {
         "file_read" => crate::tools::without_range(&call.result),
         _ => call.result.trim_end(),
     }
+}
+
+/// A finding stands when it names something the results hold: the strings the function
+/// returned (those of three characters or more; shorter ones match too much) must include one
+/// that occurs in `data`. A function that returns words of its own (`["No findings"]`, as the
+/// 1.5B model wrote for a checklist where all was well) says nothing about the data: no verdict,
+/// and the review decides. Values without such strings (`True`, `[4]`) stand as found, and a
+/// whole number parsed out of the data (`93.0` for `93%`) is held by the data.
+fn in_data(strings: Vec<String>, data: &str) -> Verdict {
+    let long: Vec<&str> = strings.iter().map(|s| s.trim()).filter(|s| s.chars().count() >= 3).collect();
+    // A number parsed out of the data comes back as `93.0` where the data says `93%`.
+    let whole =
+        |s: &str| s.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| (f as i64).to_string());
+    let held = |s: &&str| data.contains(*s) || whole(s).is_some_and(|w| data.contains(&w));
+    if long.is_empty() || long.iter().any(held) {
+        return Verdict::Found(strings);
+    }
+    let shown: String = long.first().unwrap_or(&"").chars().take(80).collect();
+    Verdict::Unknown(format!("what it found is not in the results (\"{shown}\")"))
 }
 
 /// The results of `calls` cut to the lines that hold one of `found` (strings of three

@@ -97,3 +97,26 @@ fn the_function_parses_what_the_file_holds() {
     assert_eq!(content(&call("shell", "/ 93%\n\n")), "/ 93%");
     assert_eq!(content(&call("shell", "x\n(lines 1-2 of 3)")), "x\n(lines 1-2 of 3)", "only file_read adds the line");
 }
+
+#[test]
+fn a_finding_must_name_something_the_results_hold() {
+    let data = "2026-11-23 /dev/sda1 93%\n09:12 ERROR payment provider unreachable";
+    let found = |v: &[&str]| in_data(v.iter().map(|s| s.to_string()).collect(), data);
+    assert_eq!(found(&["ERROR payment"]), Verdict::Found(vec!["ERROR payment".into()]));
+    assert_eq!(
+        found(&["No findings", "payment provider"]),
+        Verdict::Found(vec!["No findings".into(), "payment provider".into()])
+    );
+    assert_eq!(found(&["93.0"]), Verdict::Found(vec!["93.0".into()]));
+    assert_eq!(
+        found(&["4", "ok"]),
+        Verdict::Found(vec!["4".into(), "ok".into()]),
+        "short strings say little either way"
+    );
+    assert_eq!(found(&[]), Verdict::Found(Vec::new()));
+    assert_eq!(
+        found(&["No findings"]),
+        Verdict::Unknown("what it found is not in the results (\"No findings\")".into())
+    );
+    assert!(matches!(found(&["94.5", "disk is full"]), Verdict::Unknown(_)));
+}

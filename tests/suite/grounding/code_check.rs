@@ -116,6 +116,34 @@ async fn a_check_that_fails_leaves_the_silence_to_the_review() {
     );
 }
 
+/// A function that answers in words of its own found nothing in the data: the silence is
+/// left to the review, never turned into a report of nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finding_in_the_functions_own_words_leaves_the_silence_to_the_review() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:13 INFO ok\n");
+    // As the 1.5B model wrote it for a checklist where all was well.
+    let code = "```python\ndef findings(output):\n    errors = [l for l in output.splitlines() if 'ERROR' in l]\n    return errors or ['No findings']\n```";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(code),
+        text("NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent");
+    assert!(!p.path().join("out.md").exists(), "nothing was reported");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review decided, not a report");
+    assert_eq!(
+        notes(&p.show(1).await),
+        ["the code check could not decide: what it found is not in the results (\"No findings\")"]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_without_a_function_leaves_the_silence_to_the_review() {
     let mock = MockLlm::start().await;
