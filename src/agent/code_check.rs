@@ -13,8 +13,9 @@
 //!
 //! The function is the model's output, so it is hostile like every tool argument: it runs in
 //! the sandbox of `security.sandbox` (bubblewrap or Landlock; never without one), with no
-//! network, writing only a fresh scratch folder, with a few seconds of CPU, a memory and file
-//! size limit, and the wall-clock timeout below. Only one bit comes back: whether it found
+//! network, writing only a fresh scratch folder, as one process (it cannot fork or start
+//! threads), with a few seconds of CPU, a memory and file size limit, and the wall-clock
+//! timeout below. Only one bit comes back: whether it found
 //! something. What it returned never reaches a prompt, a delivery or the database, so code that
 //! reads a file it can see has nowhere to send it; and the bit can only turn a silence into a
 //! report the model is then asked to write from the tool results, never a report into silence.

@@ -50,20 +50,22 @@ enum Mount {
     HideDir,
 }
 
+/// Descriptors passed to bubblewrap.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Fds {
+    /// Where bubblewrap writes the host pid of the namespace's first process (`--info-fd`), so
+    /// the caller can wait for the namespace itself to end.
+    pub info: Option<i32>,
+    /// A seccomp filter for the command (`--seccomp`, read to its end).
+    pub seccomp: Option<i32>,
+}
+
 /// Builds the bubblewrap arguments for `argv` (everything after the program).
 ///
 /// `empty` is an empty read-only file on the host (the source of placeholders
 /// and hidden files).
-/// `info_fd`, when given, is where bubblewrap writes the host pid of the
-/// namespace's first process (`--info-fd`), so the caller can wait for the
-/// namespace itself to end.
-pub(crate) fn args(
-    resolved: &Resolved,
-    network: bool,
-    empty: &Path,
-    info_fd: Option<i32>,
-    argv: &[String],
-) -> Vec<OsString> {
+/// `fds` are the descriptors the call passes to bubblewrap.
+pub(crate) fn args(resolved: &Resolved, network: bool, empty: &Path, fds: Fds, argv: &[String]) -> Vec<OsString> {
     let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
     let mut put = |path: PathBuf, mount: Mount| {
         let slot = mounts.entry(path).or_insert(mount);
@@ -149,9 +151,13 @@ pub(crate) fn args(
     if !network {
         push(&["--unshare-net".as_ref()]);
     }
-    let info = info_fd.map(|fd| OsString::from(fd.to_string()));
+    let info = fds.info.map(|fd| OsString::from(fd.to_string()));
     if let Some(fd) = &info {
         push(&["--info-fd".as_ref(), fd.as_os_str()]);
+    }
+    let seccomp = fds.seccomp.map(|fd| OsString::from(fd.to_string()));
+    if let Some(fd) = &seccomp {
+        push(&["--seccomp".as_ref(), fd.as_os_str()]);
     }
     push(&[
         "--cap-drop".as_ref(),

@@ -146,6 +146,21 @@ pub(super) fn info_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((read, write))
 }
 
+/// The read end of a pipe that holds `bytes` and then ends (the write end is closed): how
+/// bubblewrap reads its `--seccomp` filter. `bytes` must fit in the pipe's buffer (64 KiB).
+pub(super) fn filled_pipe(bytes: &[u8]) -> io::Result<OwnedFd> {
+    use std::io::Write;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills two descriptors on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    std::fs::File::from(write).write_all(bytes)?;
+    Ok(read)
+}
+
 /// Lets `write` (close-on-exec in this process) pass into the spawned program.
 pub(super) fn inherit(cmd: &mut std::process::Command, write: OwnedFd) {
     use std::os::unix::process::CommandExt;

@@ -74,6 +74,7 @@ pub(crate) fn prepare(
     resolved: &Resolved,
     abi_version: i32,
     network: bool,
+    processes: bool,
     scratch: Option<&Path>,
 ) -> Result<Restriction, SandboxError> {
     let abi = ABI::from(abi_version);
@@ -118,7 +119,7 @@ pub(crate) fn prepare(
     let ruleset = ruleset.ok_or_else(|| {
         SandboxError::io("landlock", io::Error::new(io::ErrorKind::Unsupported, "the kernel refused the ruleset"))
     })?;
-    let seccomp = if network { None } else { Some(seccomp::no_network()?) };
+    let seccomp = seccomp::filter(network, processes)?;
     Ok(Restriction { ruleset, seccomp })
 }
 

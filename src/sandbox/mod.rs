@@ -204,12 +204,24 @@ impl Sandbox {
                 }
                 let (read, write) = child::info_pipe().map_err(|e| SandboxError::io("cannot make a pipe", e))?;
                 let info_fd = write.as_raw_fd();
+                // The network is the namespace's; the filter is only for processes.
+                let filter = match seccomp::filter(true, policy.processes)? {
+                    Some(program) => Some(
+                        child::filled_pipe(&seccomp::bytes(&program))
+                            .map_err(|e| SandboxError::io("cannot pass the seccomp filter", e))?,
+                    ),
+                    None => None,
+                };
+                let fds = bwrap::Fds { info: Some(info_fd), seccomp: filter.as_ref().map(|f| f.as_raw_fd()) };
                 let mut cmd = std::process::Command::new(bwrap_program);
-                cmd.args(bwrap::args(&resolved, policy.network, &registry.empty_file(), Some(info_fd), argv))
+                cmd.args(bwrap::args(&resolved, policy.network, &registry.empty_file(), fds, argv))
                     .current_dir("/")
                     .env_clear()
                     .envs(env);
                 child::inherit(&mut cmd, write);
+                if let Some(filter) = filter {
+                    child::inherit(&mut cmd, filter);
+                }
                 info = Some(read);
                 cmd
             }
@@ -218,7 +230,7 @@ impl Sandbox {
                 registry.lock()?.sweep();
                 let resolved = policy::resolve(policy)?;
                 let scratch = registry.scratch(&mut guard)?;
-                let restriction = landlock::prepare(&resolved, *abi, policy.network, Some(&scratch))?;
+                let restriction = landlock::prepare(&resolved, *abi, policy.network, policy.processes, Some(&scratch))?;
                 let mut cmd = std::process::Command::new(program);
                 cmd.args(args).current_dir(&resolved.cwd).env_clear().envs(env).env("TMPDIR", &scratch);
                 landlock::install(&mut cmd, restriction);

@@ -28,6 +28,9 @@ pub struct SandboxPolicy {
     pub hidden: Vec<PathBuf>,
     /// Whether the command may use the network.
     pub network: bool,
+    /// Whether the command may start other processes or threads (`fork`, `clone`); without,
+    /// they fail with `EACCES` (`seccomp.rs`).
+    pub processes: bool,
     /// The whole environment of the command (nothing else is inherited).
     pub env: Vec<(String, String)>,
     /// The working directory of the command.
@@ -44,6 +47,7 @@ impl SandboxPolicy {
             read_only: Vec::new(),
             hidden: Self::home_dirs(),
             network: false,
+            processes: true,
             env: Vec::new(),
             cwd: workspace.clone(),
             workspace,

@@ -55,7 +55,7 @@ fn probe_bwrap() -> Result<PathBuf, String> {
 fn probe_landlock() -> Result<i32, String> {
     let abi = landlock::kernel_abi()?;
     let resolved = Resolved { writable: Vec::new(), steps: Vec::new(), hidden: Vec::new(), cwd: "/".into() };
-    let restriction = landlock::prepare(&resolved, abi, false, None).map_err(|e| e.to_string())?;
+    let restriction = landlock::prepare(&resolved, abi, false, true, None).map_err(|e| e.to_string())?;
     let mut cmd = Command::new("true");
     cmd.env_clear().env("PATH", PROBE_PATH).current_dir("/").stdin(Stdio::null()).stdout(Stdio::null());
     landlock::install(&mut cmd, restriction);

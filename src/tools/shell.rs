@@ -63,7 +63,7 @@ impl Tool for Shell {
         if let Some(arg) = ctx.policy.forbidden_argument(parsed.argv.get(1..).unwrap_or_default(), &ctx.workspace) {
             return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
         }
-        let out = run(&parsed.argv, &ctx.workspace, &ctx.shell).await?;
+        let out = run(&parsed.argv, &ctx.workspace, &ctx.shell, true).await?;
         let mut text = String::from_utf8_lossy(&out.bytes).into_owned();
         if out.truncated {
             text.push_str(&format!("\n[output cut at {} KB]", MAX_OUTPUT_BYTES / 1024));
@@ -176,7 +176,8 @@ fn kill_group(pgid: i32) {
     }
 }
 
-async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings) -> Result<Output, ToolError> {
+/// Runs `argv` in `cwd` under the shell's sandbox; `processes`: whether it may start others.
+async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings, processes: bool) -> Result<Output, ToolError> {
     let Some(program) = argv.first() else {
         return Err(ToolError::InvalidArgs("the command is empty".into()));
     };
@@ -194,6 +195,7 @@ async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings) -> Result<Ou
         read_only: read_only.clone(),
         hidden: hidden.clone(),
         network,
+        processes,
         env: settings.env.clone(),
         cwd: cwd.to_path_buf(),
     };
@@ -255,8 +257,8 @@ pub struct Contained {
 
 /// Runs `argv` (an absolute program) for the engine itself, not for the model's `shell` tool:
 /// inside the shell's sandbox, which must be a real one (bubblewrap or Landlock, never `none`),
-/// writing only `dir` (also its working directory), with no network and exactly `env`, killed
-/// with everything it started at `timeout`. The code check of a silent reply runs the model's
+/// writing only `dir` (also its working directory), with no network, no other process or
+/// thread (`fork` and `clone` fail) and exactly `env`, killed at `timeout`. The code check of a silent reply runs the model's
 /// code this way (`agent/code_check.rs`). `None` when no real sandbox is set up here.
 pub(crate) async fn run_contained(
     argv: &[String],
@@ -279,7 +281,7 @@ pub(crate) async fn run_contained(
             network: false,
         },
     };
-    Some(run(argv, dir, &contained).await.map(|o| Contained {
+    Some(run(argv, dir, &contained, false).await.map(|o| Contained {
         output: String::from_utf8_lossy(&o.bytes).into_owned(),
         code: o.code,
         timed_out: o.timed_out,

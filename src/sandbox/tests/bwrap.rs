@@ -52,6 +52,7 @@ shared!(
     udp_needs_network,
     workspace_work_goes_through,
     exit_codes_and_output_pass_through,
+    a_one_process_call_cannot_start_another,
 );
 
 #[tokio::test]

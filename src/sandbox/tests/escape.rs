@@ -249,6 +249,45 @@ pub(super) async fn exit_codes_and_output_pass_through(sandbox: &Sandbox) {
     assert_eq!(text(&output.stdout).trim_end(), fx.ws.display().to_string());
 }
 
+/// A call that must stay one process cannot start another, however it tries (a subshell, a
+/// background job, a pipeline, `python3`'s `os.fork` and a thread): nothing a second process
+/// would have written lands, though the call itself ran (in `src/`: under Landlock the
+/// workspace's top folder, which holds carve-outs, takes no new entries). The same scripts
+/// with processes allowed write all of it.
+pub(super) async fn a_one_process_call_cannot_start_another(sandbox: &Sandbox) {
+    let fx = Fixture::new();
+    let python = Path::new("/usr/bin/python3").exists();
+    let attempts = [
+        ("src/sub.txt", "(echo x > src/sub.txt)"),
+        ("src/bg.txt", "echo x > src/bg.txt & wait"),
+        ("src/pipe.txt", "echo x | tee src/pipe.txt"),
+        (
+            "src/forked.txt",
+            "exec python3 -c 'import os\nif os.fork() == 0: open(\"src/forked.txt\", \"w\").write(\"x\")'",
+        ),
+        (
+            "src/thread.txt",
+            "exec python3 -c 'import threading\nt = threading.Thread(target=lambda: open(\"src/thread.txt\", \"w\").write(\"x\"))\nt.start(); t.join()'",
+        ),
+    ];
+    let mut one = fx.policy();
+    one.processes = false;
+    for (file, attempt) in attempts {
+        if !python && attempt.contains("python3") {
+            continue;
+        }
+        // `echo` and the redirection are the shell's own: no second process.
+        let script = format!("echo ran > {file}.ran; {attempt}");
+        let output = sh(sandbox, &one, &script).await;
+        let stderr = text(&output.stderr);
+        assert!(fx.ws.join(format!("{file}.ran")).exists(), "{file}: the call did not run: {stderr}");
+        assert!(!fx.ws.join(file).exists(), "{file} was written by a second process");
+        sh(sandbox, &fx.policy(), &script).await;
+        assert!(fx.ws.join(file).exists(), "{file} was not written with processes allowed");
+        fs::remove_file(fx.ws.join(file)).unwrap();
+    }
+}
+
 /// Whether a process whose command line contains `needle` runs on the host.
 pub(super) fn host_process_with(needle: &str) -> bool {
     let Ok(entries) = fs::read_dir("/proc") else { return false };

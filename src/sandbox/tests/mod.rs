@@ -239,10 +239,16 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
     policy.hidden.push(fx.ws.join("secret"));
     policy.read_only.push(fx.ws.join("secret/inner"));
     let resolved = resolve(&policy).unwrap();
-    let args: Vec<String> = super::bwrap::args(&resolved, false, Path::new("/E"), Some(9), &["true".to_string()])
-        .into_iter()
-        .map(|a| a.into_string().unwrap())
-        .collect();
+    let args: Vec<String> = super::bwrap::args(
+        &resolved,
+        false,
+        Path::new("/E"),
+        super::bwrap::Fds { info: Some(9), seccomp: None },
+        &["true".to_string()],
+    )
+    .into_iter()
+    .map(|a| a.into_string().unwrap())
+    .collect();
     let at = |needle: &[&str]| {
         args.windows(needle.len()).position(|w| w == needle).unwrap_or_else(|| panic!("{needle:?} in {args:?}"))
     };
@@ -267,7 +273,7 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
     assert!(at(&["--info-fd", "9"]) > 0);
     assert_eq!(args[args.len() - 2..], ["--".to_string(), "true".to_string()]);
 
-    let with_network = super::bwrap::args(&resolved, true, Path::new("/E"), None, &["true".to_string()]);
+    let with_network = super::bwrap::args(&resolved, true, Path::new("/E"), Default::default(), &["true".to_string()]);
     assert!(!with_network.iter().any(|a| a == "--unshare-net"));
 }
 

@@ -196,6 +196,33 @@ async fn the_function_runs_contained() {
     assert_eq!(mock.request_count(), 4, "the review came after the check");
 }
 
+/// A function that forks without end would fill the host's process table until its timeout
+/// (the limits of CPU time and memory are per process): it cannot start a single process. The
+/// first fork is refused (without the filter the loop ran until the CPU limit killed it), and
+/// the run goes on to the review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_function_cannot_start_processes() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR disk\n");
+    let code = "```python\nimport os\ndef findings(output):\n    while True:\n        if os.fork() == 0:\n            print('a child ran')\n            os._exit(0)\n```";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(code),
+        text("NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "the review decided: {}", o.stdout);
+    let notes = notes(&p.show(1).await);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("the code check could not decide: it exited 1: PermissionError: [Errno 13]"),
+        "the first fork was refused: {notes:?}"
+    );
+    assert_eq!(mock.request_count(), 4, "the review came after the check");
+}
+
 /// "All is well" is not known from part of a file: a silent reply after a read of its first line
 /// asks once for the rest, and the function then parses the whole file, without the range line
 /// the tool adds and without the final newline.
