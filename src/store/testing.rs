@@ -7,6 +7,10 @@ use super::{DatabaseUrl, Store, StoreError};
 
 #[path = "../../tests/common/postgres.rs"]
 pub(crate) mod server;
+// The test server's helpers, where `server` finds them as in `tests/common`.
+#[allow(dead_code)]
+#[path = "../../tests/common/os.rs"]
+mod os;
 
 /// Which backend a case runs on, for the assertion messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -25,8 +25,24 @@ pub fn processes_with_arg(arg: &str) -> Vec<i32> {
         .collect()
 }
 
-/// A port on 127.0.0.1 that nobody listens on right now.
+/// A port on 127.0.0.1 that nobody listens on right now, for a process under test to bind.
+///
+/// Taken below the kernel's ephemeral range (32768-60999 by default), where every bind to
+/// port 0 (the tests' mock servers) and every outgoing connection gets its port: a port from
+/// that range could be taken by one of them between this check and the bind of the process
+/// under test (a daemon once failed with "Address already in use" so). Each call of this
+/// process takes the next port of its own sequence, so two calls never hand out the same one.
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOW: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919) % SPAN;
+    for _ in 0..SPAN {
+        let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 between {LOW} and {}", LOW + SPAN)
 }

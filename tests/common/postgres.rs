@@ -150,11 +150,6 @@ fn chown(path: &Path, user: Option<(u32, u32)>) -> Result<(), PgSetupError> {
     Ok(())
 }
 
-fn free_port() -> Result<u16, PgSetupError> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io("bind a free port"))?;
-    Ok(listener.local_addr().map_err(io("read the free port"))?.port())
-}
-
 impl PgServer {
     /// initdb, then start the server and wait until it accepts connections.
     pub fn start() -> Result<PgServer, PgSetupError> {
@@ -178,7 +173,7 @@ impl PgServer {
         }
         let mut last = PgSetupError::NotReady;
         for _ in 0..5 {
-            let port = free_port()?;
+            let port = super::os::free_port();
             let child = launch(&bin, &dir, port, user)?;
             let server = PgServer {
                 child: Mutex::new(Some(child)),
