@@ -90,6 +90,49 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
     }
 }
 
+/// What a turn has sent back once instead of an answer, each kind once per turn.
+#[derive(Debug, Default)]
+pub(super) struct SentBack {
+    /// A failed look (after an answer, or repeated with nothing in hand).
+    pub(super) failure: bool,
+    /// A file read only in part, after a silent answer.
+    pub(super) part: bool,
+}
+
+impl SentBack {
+    /// Whether an answer of a routine turn (`silent`: the silent token) goes back to the model
+    /// once, with the tools, because it may rest on a look that did not show the task's facts:
+    /// after a failed look, when the failure says which path was meant or that the command was
+    /// called wrong, or the answer is the silent token ([`last_failure`]); and a silent answer
+    /// after a file was read only in part ("all is well" is not known from part of a file,
+    /// [`part_read`]). The note's kind and text, and the message to send; marks it sent.
+    pub(super) fn back(
+        &mut self,
+        calls: &[CallRecord],
+        silent: bool,
+        lang: Language,
+    ) -> Option<(&'static str, &'static str, String)> {
+        if let Some(failure) = (!self.failure).then(|| last_failure(calls, silent)).flatten() {
+            self.failure = true;
+            return Some((
+                "failed_check_reask",
+                "the reply came after a failed tool call; sent the failure back",
+                failure_message(lang, &failure),
+            ));
+        }
+        if !silent || self.part {
+            return None;
+        }
+        let part = part_read(calls)?;
+        self.part = true;
+        Some((
+            "part_read_reask",
+            "the silent reply came after a file was read only in part; asked for the rest",
+            part_read_message(lang, &part),
+        ))
+    }
+}
+
 /// The failure of the turn's last tool call (repeats aside), to send back before an answer is
 /// taken: when it failed in a way a better call may fix (it failed, erred, had bad arguments or
 /// named no tool; a refusal is final) and either the answer is `silent`, or the failure names

@@ -66,8 +66,8 @@ impl Agent {
         // back, named files no call used), with the note that says why: it stands if asking
         // again fails. Each of those asks once per turn.
         let mut standing: Option<(&'static str, String)> = None;
-        let mut failure_sent = false;
-        let mut part_sent = false;
+        // What went back once instead of an answer (a failed look, a file read in part).
+        let mut sent = grounding::SentBack::default();
         let mut named_sent = false;
         // A write made before the files the task names were read is held back once per turn.
         let mut held_sent = false;
@@ -161,35 +161,11 @@ impl Agent {
                     pending = Some(grounding::reask_message(lang, mode).to_string());
                     continue;
                 }
-                // Unattended, an answer may rest on a look that did not show the task's facts; it
-                // goes back once per kind, with the tools: after a failed look, when the failure
-                // says which path was meant or that the command was called wrong, or the answer is
-                // the silent token (`grounding::last_failure`); and a silent answer after a file
-                // was read only in part ("all is well" is not known from part of a file,
-                // `grounding::part_read`).
+                // Unattended, an answer may rest on a look that did not show the task's facts: it
+                // goes back once per kind, with the tools (`grounding::SentBack::back`).
                 if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
-                    let failure = (!failure_sent).then(|| grounding::last_failure(&calls_made, silent)).flatten();
-                    let back = match failure {
-                        Some(failure) => {
-                            failure_sent = true;
-                            Some((
-                                "failed_check_reask",
-                                "the reply came after a failed tool call; sent the failure back",
-                                grounding::failure_message(lang, &failure),
-                            ))
-                        }
-                        None if silent && !part_sent => grounding::part_read(&calls_made).map(|part| {
-                            part_sent = true;
-                            (
-                                "part_read_reask",
-                                "the silent reply came after a file was read only in part; asked for the rest",
-                                grounding::part_read_message(lang, &part),
-                            )
-                        }),
-                        None => None,
-                    };
-                    if let Some((kind, note, message)) = back {
+                    if let Some((kind, note, message)) = sent.back(&calls_made, silent, lang) {
                         standing = Some((kind, text.clone()));
                         self.note(kind, note);
                         pending = Some(message);
@@ -290,14 +266,14 @@ impl Agent {
             // A model that repeats a failed call with nothing in hand is shown the failure once
             // more, and must call a tool: an answer now would rest on nothing.
             let can_ask = !last && ledger.repeats < 2 && !withhold;
-            let stuck = match (repeats_only, can_ask && !failure_sent, &self.routine) {
+            let stuck = match (repeats_only, can_ask && !sent.failure, &self.routine) {
                 (true, true, Some(_)) => grounding::repeated_failure(&calls_made, &|name| {
                     specs.iter().any(|t| t.name == name && self.acts(t))
                 }),
                 _ => None,
             };
             if let Some(failure) = stuck {
-                failure_sent = true;
+                sent.failure = true;
                 self.note("failed_check_reask", "the reply repeated a failed tool call; sent the failure back");
                 pending = Some(grounding::failure_message(lang, &failure));
                 look_again = true;
