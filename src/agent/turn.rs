@@ -170,7 +170,9 @@ impl Agent {
                         self.note(kind, note);
                         pending = Some(message);
                         look_again = true;
-                        spent.clear();
+                        // Also after an answer from the evidence, where the tools were withheld:
+                        // the message asks for a look.
+                        (spent, withhold) = (Vec::new(), false);
                         continue;
                     }
                 }

@@ -90,25 +90,35 @@ async fn a_result_with_only_empty_lists_in_it_found_nothing() {
     assert_eq!(notes(&p.show(1).await), ["the code check found nothing to report"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_check_that_fails_leaves_the_silence_to_the_review() {
+/// Runs the watch routine over `notes` with `code` as the reply to the code request and the
+/// review keeping the silence: the run must end `silent` after exactly four requests (look,
+/// silence, code, review), nothing delivered. The run's code-check notes.
+async fn left_to_the_review(notes_txt: &str, code: &str) -> Vec<String> {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/watch.yaml", WATCH).write("notes.txt", "usage 93%\n");
+    p.write("routines/watch.yaml", WATCH).write("notes.txt", notes_txt);
     mock.push_all([
         tool_call("file_read", json!({"path": "notes.txt"})),
         text("NO_REPLY"),
-        // int('93%') raises, as the 1.5B model's checks of `df -h` did.
-        text("```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```"),
+        text(code),
         text("NO_REPLY"),
     ]);
     let o = p.run_async(["run", "watch", "--json"]).await;
     o.success();
-    assert_eq!(o.json()["status"], "silent");
+    assert_eq!(o.json()["status"], "silent", "the review decided: {}", o.stdout);
+    assert!(!p.path().join("out.md").exists(), "nothing was reported");
     let reqs = mock.requests();
-    assert_eq!(reqs.len(), 4);
-    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review comes after the failed check");
-    let notes = notes(&p.show(1).await);
+    assert_eq!(reqs.len(), 4, "the review came after the check");
+    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review decided, not a report");
+    notes(&p.show(1).await)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_fails_leaves_the_silence_to_the_review() {
+    // int('93%') raises, as the 1.5B model's checks of `df -h` did.
+    let code =
+        "```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```";
+    let notes = left_to_the_review("usage 93%\n", code).await;
     assert_eq!(notes.len(), 1);
     assert!(
         notes[0].starts_with("the code check could not decide: it exited 1: ValueError: invalid literal for int()"),
@@ -120,45 +130,16 @@ async fn a_check_that_fails_leaves_the_silence_to_the_review() {
 /// left to the review, never turned into a report of nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finding_in_the_functions_own_words_leaves_the_silence_to_the_review() {
-    let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:13 INFO ok\n");
     // As the 1.5B model wrote it for a checklist where all was well.
     let code = "```python\ndef findings(output):\n    errors = [l for l in output.splitlines() if 'ERROR' in l]\n    return errors or ['No findings']\n```";
-    mock.push_all([
-        tool_call("file_read", json!({"path": "notes.txt"})),
-        text("NO_REPLY"),
-        text(code),
-        text("NO_REPLY"),
-    ]);
-    let o = p.run_async(["run", "watch", "--json"]).await;
-    o.success();
-    assert_eq!(o.json()["status"], "silent");
-    assert!(!p.path().join("out.md").exists(), "nothing was reported");
-    let reqs = mock.requests();
-    assert_eq!(reqs.len(), 4);
-    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review decided, not a report");
-    assert_eq!(
-        notes(&p.show(1).await),
-        ["the code check could not decide: what it found is not in the results (\"No findings\")"]
-    );
+    let notes = left_to_the_review("09:10 INFO started\n09:13 INFO ok\n", code).await;
+    assert_eq!(notes, ["the code check could not decide: what it found is not in the results (\"No findings\")"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_without_a_function_leaves_the_silence_to_the_review() {
-    let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/watch.yaml", WATCH).write("notes.txt", "all fine\n");
-    mock.push_all([
-        tool_call("file_read", json!({"path": "notes.txt"})),
-        text("NO_REPLY"),
-        text("NO_REPLY"),
-        text("NO_REPLY"),
-    ]);
-    let o = p.run_async(["run", "watch", "--json"]).await;
-    assert_eq!(o.json()["status"], "silent");
-    assert_eq!(mock.request_count(), 4);
-    assert_eq!(notes(&p.show(1).await), ["the code check could not decide: the reply held no `findings` function"]);
+    let notes = left_to_the_review("all fine\n", "NO_REPLY").await;
+    assert_eq!(notes, ["the code check could not decide: the reply held no `findings` function"]);
 }
 
 /// The model's function is hostile like any tool argument. It tries to write the workspace, the
@@ -202,25 +183,13 @@ async fn the_function_runs_contained() {
 /// the run goes on to the review.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_function_cannot_start_processes() {
-    let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR disk\n");
     let code = "```python\nimport os\ndef findings(output):\n    while True:\n        if os.fork() == 0:\n            print('a child ran')\n            os._exit(0)\n```";
-    mock.push_all([
-        tool_call("file_read", json!({"path": "notes.txt"})),
-        text("NO_REPLY"),
-        text(code),
-        text("NO_REPLY"),
-    ]);
-    let o = p.run_async(["run", "watch", "--json"]).await;
-    assert_eq!(o.json()["status"], "silent", "the review decided: {}", o.stdout);
-    let notes = notes(&p.show(1).await);
+    let notes = left_to_the_review("09:12 ERROR disk\n", code).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0].starts_with("the code check could not decide: it exited 1: PermissionError: [Errno 13]"),
         "the first fork was refused: {notes:?}"
     );
-    assert_eq!(mock.request_count(), 4, "the review came after the check");
 }
 
 /// "All is well" is not known from part of a file: a silent reply after a read of its first line
@@ -262,6 +231,47 @@ async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
     assert!(code.ends_with("09:00 usage 93%\n```"), "the example is what the file holds: {code}");
     let report = crate::common::content(&reqs[5], 1);
     assert!(report.contains("09:00 usage 93%") && !report.contains("71%"), "{report}");
+}
+
+/// The same after the model repeated its read of one line: the silence then came from the
+/// answer from the evidence, asked without tools, and the request for the rest offers them
+/// again, a call required (it once went without tools, and the model wrote the line it had
+/// read, the tool's range line and the token as the output).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_from_the_evidence_after_part_of_a_file_asks_for_the_rest_with_the_tools() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/disk.yaml",
+        "prompt: Read the last line of disk.log. If the usage is above 90%, tell me the usage. Otherwise reply NO_REPLY.\n\
+         agent: { tools: [file_read] }\n",
+    )
+    .write("disk.log", "07:00 usage 71%\n08:00 usage 78%\n09:00 usage 93%\n");
+    let last_line = "```python\ndef findings(output):\n    last = output.split('\\n')[-1]\n    return [last] if int(last.split()[-1].rstrip('%')) > 90 else []\n```";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
+        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
+        text("ANSWER: NO_REPLY"),
+        tool_call("file_read", json!({"path": "disk.log", "offset": 1})),
+        text("NO_REPLY"),
+        text(last_line),
+        text("ANSWER: The usage is 93%."),
+    ]);
+    let o = p.run_async(["run", "disk", "--json"]).await;
+    o.success();
+    assert_eq!(
+        (o.json()["status"].as_str(), o.json()["output"].as_str()),
+        (Some("succeeded"), Some("The usage is 93%."))
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 7);
+    assert!(crate::common::content(&reqs[2], 1).starts_with("Data:\n"), "the answer from the evidence");
+    assert_eq!(
+        crate::common::last_message(&reqs[3])["content"],
+        "You read only lines 1-1 of the 3 lines of `disk.log`. Read the lines the task asks about, then answer."
+    );
+    assert_eq!(reqs[3]["tool_choice"], "required");
+    assert!(reqs[3]["tools"].as_array().is_some_and(|t| !t.is_empty()), "the tools are offered again");
 }
 
 /// A report that is not an answer (a call written as text) is never delivered: the review
