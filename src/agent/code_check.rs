@@ -15,10 +15,12 @@
 //! the sandbox of `security.sandbox` (bubblewrap or Landlock; never without one), with no
 //! network, writing only a fresh scratch folder, as one process (it cannot fork or start
 //! threads), with a few seconds of CPU, a memory and file size limit, and the wall-clock
-//! timeout below. Only one bit comes back: whether it found
-//! something. What it returned never reaches a prompt, a delivery or the database, so code that
-//! reads a file it can see has nowhere to send it; and the bit can only turn a silence into a
-//! report the model is then asked to write from the tool results, never a report into silence.
+//! timeout below. What comes back is whether it found something and the strings it returned,
+//! which only pick lines of the tool results (already in the prompt) for the report and must
+//! occur in them: what it returned never reaches a prompt, a delivery or the database itself,
+//! so code that reads a file it can see has nowhere to send it; and the verdict can only turn a
+//! silence into a report the model is then asked to write from the tool results, never a
+//! report into silence.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -278,23 +280,71 @@ fn content(call: &CallRecord) -> &str {
     }
 }
 
-/// A finding stands when it names something the results hold: the strings the function
-/// returned (those of three characters or more; shorter ones match too much) must include one
-/// that occurs in `data`. A function that returns words of its own (`["No findings"]`, as the
-/// 1.5B model wrote for a checklist where all was well) says nothing about the data: no verdict,
-/// and the review decides. Values without such strings (`True`, `[4]`) stand as found, and a
-/// whole number parsed out of the data (`93.0` for `93%`) is held by the data.
+/// A finding stands when it names something the results hold: some string the function
+/// returned (of three characters or more; shorter ones match too much) occurs in `data`, or
+/// shares a word with it ([`words`]: a number such as the `93` of `当前的使用率: 93%`, a name
+/// such as `payments`). A function that returns words of its own (`["No findings"]`, as the
+/// 1.5B model wrote for a checklist where all was well) says nothing about the data: no
+/// verdict, and the review decides. Values without such strings (`True`, `[4]`) stand as found.
 fn in_data(strings: Vec<String>, data: &str) -> Verdict {
     let long: Vec<&str> = strings.iter().map(|s| s.trim()).filter(|s| s.chars().count() >= 3).collect();
-    // A number parsed out of the data comes back as `93.0` where the data says `93%`.
-    let whole =
-        |s: &str| s.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.abs() < 1e15).map(|f| (f as i64).to_string());
-    let held = |s: &&str| data.contains(*s) || whole(s).is_some_and(|w| data.contains(&w));
+    let data_words = words(data);
+    let held = |s: &&str| data.contains(*s) || words(s).iter().any(|w| data_words.contains(w));
     if long.is_empty() || long.iter().any(held) {
         return Verdict::Found(strings);
     }
     let shown: String = long.first().unwrap_or(&"").chars().take(80).collect();
     Verdict::Unknown(format!("what it found is not in the results (\"{shown}\")"))
+}
+
+/// The words of `text` that can tie a finding to the data: runs of letters, digits, `_`, `-`
+/// and `.` (trimmed of `.` and `-`), lowercased; numbers of two digits or more (`93.0` counts
+/// as `93`), other words of four characters or more, except the ones a function uses to say
+/// there is nothing ("no findings", "nothing found", "all good").
+fn words(text: &str) -> std::collections::HashSet<String> {
+    const NOTHING: &[&str] = &[
+        "none",
+        "nothing",
+        "found",
+        "finding",
+        "findings",
+        "error",
+        "errors",
+        "issue",
+        "issues",
+        "problem",
+        "problems",
+        "report",
+        "alert",
+        "alerts",
+        "good",
+        "fine",
+        "okay",
+        "normal",
+        "clear",
+        "everything",
+        "there",
+        "were",
+        "with",
+        "detected",
+        "empty",
+        "result",
+        "results",
+        "true",
+        "false",
+        "null",
+    ];
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        .map(|w| w.trim_matches(|c| c == '.' || c == '-').to_lowercase())
+        .map(|w| match w.parse::<f64>() {
+            Ok(f) if f.fract() == 0.0 && f.abs() < 1e15 => (f as i64).to_string(),
+            _ => w,
+        })
+        .filter(|w| {
+            let number = w.chars().all(|c| c.is_ascii_digit() || c == '.');
+            if number { w.len() >= 2 } else { w.chars().count() >= 4 && !NOTHING.contains(&w.as_str()) }
+        })
+        .collect()
 }
 
 /// The results of `calls` cut to the lines that hold one of `found` (strings of three
