@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use serde_json::{Value, json};
 
 use crate::common::Routines;
-use crate::common::mock_llm::{MockLlm, text, tool_call};
+use crate::common::mock_llm::{MockLlm, Reply, text, tool_call};
 
 const WATCH: &str = "prompt: Check notes.txt for errors. If there are any, quote them. If there are none, reply NO_REPLY.\n\
                      agent: { tools: [file_read, file_list] }\ndeliver:\n  - file: { path: out.md }\n";
@@ -192,11 +192,11 @@ async fn the_function_cannot_start_processes() {
     );
 }
 
-/// "All is well" is not known from part of a file: a silent reply after a read of its first line
-/// asks once for the rest, and the function then parses the whole file, without the range line
-/// the tool adds and without the final newline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
+/// A routine that asks about the last line of a three-line disk log, the mock scripted with
+/// `before` the replies up to the silence that asks for the rest of the file, then the whole
+/// read, the silence, a function that finds the last line above 90%, and the report; its
+/// output must be the report. The requests the model got.
+async fn disk_check(before: Vec<Reply>) -> Vec<Value> {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write(
@@ -206,21 +206,28 @@ async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
     )
     .write("disk.log", "07:00 usage 71%\n08:00 usage 78%\n09:00 usage 93%\n");
     let last_line = "```python\ndef findings(output):\n    last = output.split('\\n')[-1]\n    return [last] if int(last.split()[-1].rstrip('%')) > 90 else []\n```";
-    mock.push_all([
-        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
-        text("NO_REPLY"),
+    mock.push_all(before.into_iter().chain([
         tool_call("file_read", json!({"path": "disk.log", "offset": 1})),
         text("NO_REPLY"),
         text(last_line),
         text("ANSWER: The usage is 93%."),
-    ]);
+    ]));
     let o = p.run_async(["run", "disk", "--json"]).await;
     o.success();
     assert_eq!(
         (o.json()["status"].as_str(), o.json()["output"].as_str()),
         (Some("succeeded"), Some("The usage is 93%."))
     );
-    let reqs = mock.requests();
+    mock.requests()
+}
+
+/// "All is well" is not known from part of a file: a silent reply after a read of its first line
+/// asks once for the rest, and the function then parses the whole file, without the range line
+/// the tool adds and without the final newline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
+    let reqs =
+        disk_check(vec![tool_call("file_read", json!({"path": "disk.log", "limit": 1})), text("NO_REPLY")]).await;
     assert_eq!(reqs.len(), 6);
     assert_eq!(
         crate::common::last_message(&reqs[2])["content"],
@@ -239,31 +246,8 @@ async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
 /// read, the tool's range line and the token as the output).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_from_the_evidence_after_part_of_a_file_asks_for_the_rest_with_the_tools() {
-    let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
-    p.write(
-        "routines/disk.yaml",
-        "prompt: Read the last line of disk.log. If the usage is above 90%, tell me the usage. Otherwise reply NO_REPLY.\n\
-         agent: { tools: [file_read] }\n",
-    )
-    .write("disk.log", "07:00 usage 71%\n08:00 usage 78%\n09:00 usage 93%\n");
-    let last_line = "```python\ndef findings(output):\n    last = output.split('\\n')[-1]\n    return [last] if int(last.split()[-1].rstrip('%')) > 90 else []\n```";
-    mock.push_all([
-        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
-        tool_call("file_read", json!({"path": "disk.log", "limit": 1})),
-        text("ANSWER: NO_REPLY"),
-        tool_call("file_read", json!({"path": "disk.log", "offset": 1})),
-        text("NO_REPLY"),
-        text(last_line),
-        text("ANSWER: The usage is 93%."),
-    ]);
-    let o = p.run_async(["run", "disk", "--json"]).await;
-    o.success();
-    assert_eq!(
-        (o.json()["status"].as_str(), o.json()["output"].as_str()),
-        (Some("succeeded"), Some("The usage is 93%."))
-    );
-    let reqs = mock.requests();
+    let one_line = || tool_call("file_read", json!({"path": "disk.log", "limit": 1}));
+    let reqs = disk_check(vec![one_line(), one_line(), text("ANSWER: NO_REPLY")]).await;
     assert_eq!(reqs.len(), 7);
     assert!(crate::common::content(&reqs[2], 1).starts_with("Data:\n"), "the answer from the evidence");
     assert_eq!(
