@@ -134,5 +134,10 @@ pub fn shell_settings(c: &Config, env: &dyn Env) -> ShellSettings {
         }
         Err(e) => ShellSandbox::Unavailable(e.to_string()),
     };
-    ShellSettings { timeout: c.agent.shell_timeout.get(), env: safe_env(env.var("HOME").as_deref(), &passed), sandbox }
+    ShellSettings {
+        timeout: c.agent.shell_timeout.get(),
+        env: safe_env(env.var("HOME").as_deref(), &passed),
+        sandbox,
+        max_processes: c.security.shell_max_processes.get(),
+    }
 }

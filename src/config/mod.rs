@@ -12,6 +12,7 @@ mod hours;
 mod load;
 pub mod routine_file;
 
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 use crate::sandbox::SandboxMode;
@@ -220,6 +221,18 @@ pub struct SecuritySettings {
     /// Whether shell commands may use the network (`http_request` is the checked way out).
     #[serde(default)]
     pub shell_network: bool,
+    /// How many processes and threads one shell command may have at a time, everything it
+    /// starts included; a fork past it fails. Kept by the kernel's `pids` cgroup where the
+    /// engine can make one (docs/ARCHITECTURE.md).
+    #[serde(default = "default_shell_max_processes")]
+    pub shell_max_processes: NonZeroU32,
+}
+
+/// The default of `security.shell_max_processes`.
+pub const DEFAULT_SHELL_MAX_PROCESSES: NonZeroU32 = NonZeroU32::new(512).expect("512 is not zero");
+
+fn default_shell_max_processes() -> NonZeroU32 {
+    DEFAULT_SHELL_MAX_PROCESSES
 }
 
 impl Default for SecuritySettings {
@@ -232,6 +245,7 @@ impl Default for SecuritySettings {
             sandbox: SandboxMode::default(),
             protected_paths: Vec::new(),
             shell_network: false,
+            shell_max_processes: DEFAULT_SHELL_MAX_PROCESSES,
         }
     }
 }

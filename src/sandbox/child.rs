@@ -8,6 +8,7 @@ use std::process::{ExitStatus, Output, Stdio};
 use tokio::io::AsyncReadExt;
 use tokio::io::unix::AsyncFd;
 
+use super::cgroup::CallCgroup;
 use super::registry::CallGuard;
 
 /// A command prepared by [`Sandbox::command`](super::Sandbox::command). What
@@ -19,6 +20,8 @@ pub struct SandboxedCommand {
     pub(super) guard: CallGuard,
     /// Read end of bubblewrap's `--info-fd`.
     pub(super) info: Option<OwnedFd>,
+    /// The cgroup that caps the command's processes, if any.
+    pub(super) cgroup: Option<CallCgroup>,
 }
 
 impl SandboxedCommand {
@@ -34,12 +37,12 @@ impl SandboxedCommand {
 
     /// Starts the command.
     pub fn spawn(self) -> io::Result<SandboxedChild> {
-        let SandboxedCommand { mut command, guard, info } = self;
+        let SandboxedCommand { mut command, guard, info, cgroup } = self;
         let child = command.spawn()?;
         // Closes this process's copy of the info pipe's write end (held by the
         // pre-exec hook), so the read end sees EOF once bubblewrap is done with it.
         drop(command);
-        Ok(SandboxedChild { child, info, init: None, _guard: guard })
+        Ok(SandboxedChild { child, info, init: None, _guard: guard, _cgroup: cgroup })
     }
 
     /// Runs the command with stdin closed and collects its output. (Under
@@ -80,6 +83,8 @@ pub struct SandboxedChild {
     /// A pidfd of the PID namespace's first process (bwrap only).
     init: Option<AsyncFd<OwnedFd>>,
     _guard: CallGuard,
+    /// Removed after the child: by then the processes in it have ended or are ending.
+    _cgroup: Option<CallCgroup>,
 }
 
 impl SandboxedChild {

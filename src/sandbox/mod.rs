@@ -20,6 +20,7 @@
 //! This module sits at the bottom of the crate: it imports nothing else from it.
 
 mod bwrap;
+mod cgroup;
 mod child;
 mod error;
 mod landlock;
@@ -237,7 +238,13 @@ impl Sandbox {
                 cmd
             }
         };
-        Ok(SandboxedCommand { command: tokio::process::Command::from(command), guard, info })
+        let mut command = command;
+        let cgroup = match policy.max_processes {
+            Some(max) => cgroup::limit(&mut command, max)
+                .map_err(|e| SandboxError::io("cannot make the cgroup that caps the command's processes", e))?,
+            None => None,
+        };
+        Ok(SandboxedCommand { command: tokio::process::Command::from(command), guard, info, cgroup })
     }
 }
 

@@ -31,6 +31,9 @@ pub struct SandboxPolicy {
     /// Whether the command may start other processes or threads (`fork`, `clone`); without,
     /// they fail with `EACCES` (`seccomp.rs`).
     pub processes: bool,
+    /// How many processes and threads the command may have at a time, all it starts
+    /// included (`cgroup.rs`); `None`: no cap.
+    pub max_processes: Option<u32>,
     /// The whole environment of the command (nothing else is inherited).
     pub env: Vec<(String, String)>,
     /// The working directory of the command.
@@ -48,6 +51,7 @@ impl SandboxPolicy {
             hidden: Self::home_dirs(),
             network: false,
             processes: true,
+            max_processes: None,
             env: Vec::new(),
             cwd: workspace.clone(),
             workspace,

@@ -110,6 +110,8 @@ pub struct ShellSettings {
     pub env: Vec<(String, String)>,
     /// Where commands run.
     pub sandbox: ShellSandbox,
+    /// How many processes and threads a command may have at a time (`security.shell_max_processes`).
+    pub max_processes: u32,
 }
 
 /// The sandbox of shell commands, decided once per engine.
@@ -135,6 +137,7 @@ impl Default for ShellSettings {
                 hidden: Vec::new(),
                 network: true,
             },
+            max_processes: crate::config::DEFAULT_SHELL_MAX_PROCESSES.get(),
         }
     }
 }
@@ -196,6 +199,7 @@ async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings, processes: b
         hidden: hidden.clone(),
         network,
         processes,
+        max_processes: Some(settings.max_processes),
         env: settings.env.clone(),
         cwd: cwd.to_path_buf(),
     };
@@ -280,6 +284,7 @@ pub(crate) async fn run_contained(
             hidden: hidden.clone(),
             network: false,
         },
+        max_processes: settings.max_processes,
     };
     Some(run(argv, dir, &contained, false).await.map(|o| Contained {
         output: String::from_utf8_lossy(&o.bytes).into_owned(),

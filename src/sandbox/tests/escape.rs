@@ -288,6 +288,45 @@ pub(super) async fn a_one_process_call_cannot_start_another(sandbox: &Sandbox) {
     }
 }
 
+/// A call's processes and threads, everything it starts included, stay under the policy's
+/// cap: a script that forks forty children that wait gets fewer than the cap, and writes how
+/// many it got. The same script without a cap gets all forty. Where no `pids` cgroup can be
+/// made here it prints why and returns.
+pub(super) async fn a_call_cannot_start_more_processes_than_its_cap(sandbox: &Sandbox) {
+    if let Err(why) = super::cgroup::base() {
+        eprintln!("skipped: no cap on processes here: {why}");
+        return;
+    }
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let fx = Fixture::new();
+    let script = "exec python3 -c 'import os, signal
+pids = []
+for _ in range(40):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        signal.pause()
+        os._exit(0)
+    pids.append(pid)
+for p in pids:
+    os.kill(p, signal.SIGKILL)
+    os.waitpid(p, 0)
+open(\"src/forks.txt\", \"w\").write(str(len(pids)))'";
+    let forks = |fx: &Fixture| fs::read_to_string(fx.ws.join("src/forks.txt")).unwrap_or_default();
+    let mut capped = fx.policy();
+    capped.max_processes = Some(12);
+    let output = sh(sandbox, &capped, script).await;
+    let got: usize = forks(&fx).parse().unwrap_or_else(|_| panic!("no count: {}", text(&output.stderr)));
+    assert!((1..12).contains(&got), "{got} children under a cap of 12");
+    sh(sandbox, &fx.policy(), script).await;
+    assert_eq!(forks(&fx), "40", "without a cap every fork succeeds");
+}
+
 /// Whether a process whose command line contains `needle` runs on the host.
 pub(super) fn host_process_with(needle: &str) -> bool {
     let Ok(entries) = fs::read_dir("/proc") else { return false };

@@ -40,6 +40,7 @@ shared!(
     workspace_work_goes_through,
     exit_codes_and_output_pass_through,
     a_one_process_call_cannot_start_another,
+    a_call_cannot_start_more_processes_than_its_cap,
 );
 
 #[tokio::test]

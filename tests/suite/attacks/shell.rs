@@ -518,3 +518,44 @@ async fn the_network_is_off_unless_shell_network_is_on() {
     assert!(server.is_finished(), "with shell_network the script reached nothing: {}", on.seen(0));
     server.join().unwrap();
 }
+
+/// Forks by a script the model wrote stop at `security.shell_max_processes`, counted over
+/// everything the call started, and the run goes on. Then a real fork bomb: it ends with the
+/// call, leaves no process behind, and the next call runs. Where this machine has no `pids`
+/// cgroup the engine may use, the run must say that it ran without the cap (and the bomb is
+/// not tried).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forks_stop_at_the_cap_and_the_run_goes_on() {
+    let s = files(scene_with_security("  allowed_commands: [python3, cat]\n  shell_max_processes: 16\n").await);
+    let forker = "import os, signal\npids = []\nfor _ in range(60):\n    try:\n        pid = os.fork()\n    \
+                  except OSError:\n        break\n    if pid == 0:\n        signal.pause()\n        os._exit(0)\n    \
+                  pids.append(pid)\nfor p in pids:\n    os.kill(p, signal.SIGKILL)\n    os.waitpid(p, 0)\n\
+                  open('forks.txt', 'w').write(str(len(pids)))\n";
+    s.mock.push_all([
+        write("forker.py", forker),
+        crate::common::mock_llm::tool_call("shell", serde_json::json!({"command": "python3 forker.py"})),
+        crate::common::mock_llm::tool_call("shell", serde_json::json!({"command": "cat a.txt"})),
+        crate::common::mock_llm::text("done"),
+    ]);
+    let out = s.p.run_async(["run", "hostile", "--json"]).await;
+    assert_eq!(out.json()["status"], "succeeded", "{}", out.stderr);
+    let forks: usize = s.p.read("forks.txt").parse().unwrap();
+    if out.stderr.contains("without a cap on their processes") {
+        eprintln!("skipped: no pids cgroup here ({forks} forks)");
+        return;
+    }
+    assert!((1..16).contains(&forks), "{forks} children under a cap of 16");
+    assert!(s.seen(2).contains("one"), "the next call did not run: {}", s.seen(2));
+
+    let first = s.mock.request_count();
+    s.mock.push_all([
+        write("bomb.sh", "b() { b | b & }\nb\nwait\n"),
+        crate::common::mock_llm::tool_call("shell", serde_json::json!({"command": "sh bomb.sh"})),
+        crate::common::mock_llm::tool_call("shell", serde_json::json!({"command": "cat b.txt"})),
+        crate::common::mock_llm::text("done"),
+    ]);
+    let out = s.p.run_async(["run", "hostile", "--json"]).await;
+    assert_eq!(out.json()["status"], "succeeded", "{}", out.stderr);
+    assert!(processes_with_arg("bomb.sh").is_empty(), "the bomb outlived its call");
+    assert!(s.seen(first + 2).contains("three"), "the next call did not run: {}", s.seen(first + 2));
+}
