@@ -8,6 +8,7 @@
 //! with its location ([`load_suite`]); running gives each task a fresh workspace and state
 //! ([`run_task`]).
 
+mod body;
 mod check;
 mod runner;
 mod setup;

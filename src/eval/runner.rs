@@ -211,11 +211,7 @@ fn pick<'a>(task: &'a Task, name: Option<&str>) -> Result<&'a Routine, EvalError
 fn trigger_context(setup: Option<&TriggerSetup>) -> TriggerContext {
     let Some(t) = setup else { return TriggerContext::Manual };
     if let Some(w) = &t.webhook {
-        let body = match &w.body {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Null => String::new(),
-            other => other.to_string(),
-        };
+        let body = w.body.0.clone();
         return TriggerContext::Webhook(WebhookRequest {
             method: "POST".into(),
             path: w.path.clone(),
@@ -277,5 +273,11 @@ mod tests {
         assert_eq!((w.body.as_str(), w.json), (r#"{"ref":"main"}"#, Some(serde_json::json!({"ref": "main"}))));
         assert_eq!(w.headers["x-event"], "push");
         assert_eq!(w.path, "/hooks/eval");
+
+        // As a task writes it: the keys keep their order, as a sender's would.
+        let yaml = "webhook: { body: { status: firing, alerts: [{ status: resolved, labels: { alertname: A } }] } }";
+        let setup = crate::yaml::from_str::<TriggerSetup>(std::path::Path::new("task.yaml"), yaml).unwrap().value;
+        let TriggerContext::Webhook(w) = trigger_context(Some(&setup)) else { panic!("not a webhook") };
+        assert_eq!(w.body, r#"{"status":"firing","alerts":[{"status":"resolved","labels":{"alertname":"A"}}]}"#);
     }
 }

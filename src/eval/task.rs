@@ -8,6 +8,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::body::Body;
 use crate::config::routine_file::FileEvent;
 use crate::config::{Duration, Language};
 use crate::diag::{Diagnostics, did_you_mean};
@@ -106,9 +107,9 @@ pub struct WebhookSetup {
     pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub query: BTreeMap<String, String>,
-    /// The body: a string as it is, anything else as its JSON text.
+    /// The body: a string as it is, anything else as its JSON text, keys in the order written.
     #[serde(default)]
-    pub body: serde_json::Value,
+    pub body: Body,
 }
 
 fn default_hook_path() -> String {
