@@ -224,6 +224,11 @@ impl Agent {
             let repeats_only = !calls.is_empty()
                 && calls.iter().all(|c| ledger.answered.contains(&(c.name.clone(), self.canonical(c))));
             if !repeats_only {
+                // New calls are progress: a bad reply after them gets its own request again
+                // (the iteration limit still bounds the turn).
+                if !calls.is_empty() {
+                    asked = None;
+                }
                 turn.push(Message {
                     role: Role::Assistant,
                     content: (!content.is_empty()).then(|| content.clone()),

@@ -179,6 +179,28 @@ async fn a_reply_still_empty_when_asked_again_is_an_error_not_an_empty_answer() 
     h.mock.assert_clean();
 }
 
+/// Each bad reply after new calls gets its own request: the request that an echoed result got
+/// earlier in the turn does not use up the one an empty reply after a later write gets. (The
+/// eval's write-actions run failed that way: the echo was asked about, the model wrote the
+/// file, then replied with nothing, and the run failed without asking.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_after_new_calls_gets_its_request_though_an_earlier_reply_had_one() {
+    let h = harness().await;
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        text("<tool_response>\none\ntwo\nthree\n</tool_response>"),
+        tool_call("file_write", json!({"path": "b.txt", "content": "one\ntwo\nthree\n"})),
+        text(""),
+        text("Copied a.txt to b.txt."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let reply = agent.process_message("Copy a.txt to b.txt.").await.unwrap();
+    assert_eq!(reply, "Copied a.txt to b.txt.");
+    assert_eq!(std::fs::read_to_string(h.workspace().join("b.txt")).unwrap(), "one\ntwo\nthree\n");
+    assert_eq!(notes(&h), ["echoed_result", "empty_reply", "answer_from_evidence"]);
+    h.mock.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_from_the_evidence_keeps_what_was_remembered_before_the_run() {
     let h = Harness::new().await;
