@@ -11,6 +11,7 @@
 //! replaces one the engine makes anyway, so it costs no model call, and its short prompt costs
 //! few tokens.
 
+use super::comparison;
 use super::events::{CallRecord, ToolStatus};
 use super::prompt::SECTIONS;
 use crate::config::Language;
@@ -46,15 +47,18 @@ pub(super) fn messages(
         "" => String::new(),
         lines => format!("--- {memory_label} ---\n{lines}\n"),
     };
-    Some(vec![
-        Message::system(system_prompt(lang, now)),
-        Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}\n\n{ask}", task.trim())),
-    ])
+    let mut messages = vec![Message::system(system_prompt(lang, now))];
+    if comparison::asks_to_compare(task) {
+        messages.extend(comparison::examples(lang, ask).unwrap_or_default());
+    }
+    messages.push(Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}\n\n{ask}", task.trim())));
+    Some(messages)
 }
 
 /// The answer in a reply to the request of [`messages`]: what follows the last line that starts
 /// with the marker it asks for (`ANSWER:`, `答案：`), or, when nothing follows it, what precedes
-/// it; the whole reply when it has no marker.
+/// it; the whole reply when it has no marker. A first line of values written the way the
+/// comparison examples show is left out of the last two where more follows it.
 pub(super) fn answer_of(reply: &str) -> &str {
     const MARKERS: [&str; 5] = ["ANSWER:", "Answer:", "答案：", "答案:", "**ANSWER:**"];
     let mut found: Option<(usize, usize)> = None;
@@ -67,10 +71,10 @@ pub(super) fn answer_of(reply: &str) -> &str {
         at += line.len();
     }
     let Some((start, end)) = found else {
-        return reply.trim();
+        return comparison::without_values(reply);
     };
     match reply[end..].trim() {
-        "" => reply[..start].trim(),
+        "" => comparison::without_values(&reply[..start]),
         after => after,
     }
 }
@@ -160,6 +164,13 @@ mod tests {
              Task: What is the first unchecked item in TODO.md?\n\nGive your answer after a line that says ANSWER:"
         );
         assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n").is_none(), "nothing to answer from");
+        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "").unwrap();
+        assert_eq!(compare.len(), 6, "two worked comparisons come before a comparison task");
+        assert_eq!(
+            compare[5].text(),
+            m[1].text().replace("What is the first unchecked item in TODO.md?", "Is two the first unchecked item?")
+        );
+        assert_eq!(messages("是否 two?", &calls, Language::Zh, "", "").unwrap().len(), 2, "no examples in Chinese");
         assert!(messages("任务", &calls, Language::Zh, "", "").unwrap()[1].text().starts_with("数据:\n"));
         let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n").unwrap();
         assert!(
@@ -185,6 +196,8 @@ mod tests {
         );
         assert_eq!(answer_of(" 3 lines \n"), "3 lines", "no marker: the whole reply");
         assert_eq!(answer_of("ANSWER:"), "", "nothing at all: empty, asked again as an empty reply");
+        assert_eq!(answer_of("Values: a 1, b 2.\nb is higher.\nANSWER:"), "b is higher.", "the values are not output");
+        assert_eq!(answer_of("Values: a 1, b 2.\nb is higher."), "b is higher.");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 mod approach;
 pub mod attach;
 mod code_check;
+mod comparison;
 mod dispatch;
 pub mod events;
 mod evidence;

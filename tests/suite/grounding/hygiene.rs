@@ -107,6 +107,42 @@ async fn the_answer_from_the_evidence_is_what_follows_its_marker() {
     h.mock.assert_clean();
 }
 
+/// A comparison task's answer request carries two worked comparisons before the data, as
+/// user and assistant turns, and the line of values the reply writes first is not delivered;
+/// the same data asked as a count carries none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comparison_is_asked_after_two_worked_examples_and_its_values_are_not_output() {
+    let h = harness().await;
+    h.write("b.txt", "one\ntwo\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        tool_call("file_read", json!({"path": "b.txt"})),
+        text(READ_A),
+        text("Values: a.txt 3 lines, b.txt 2 lines. 3 is more than 2.\nANSWER:\na.txt: 3 lines against 2."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message("Which of a.txt and b.txt has the most lines?").await.unwrap();
+    assert_eq!(reply, "a.txt: 3 lines against 2.");
+    let reqs = h.mock.requests();
+    let asked = reqs[3]["messages"].as_array().unwrap();
+    let roles: Vec<&str> = asked.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant", "user"]);
+    assert!(asked[2]["content"].as_str().unwrap().starts_with("Values: "), "{}", asked[2]["content"]);
+    let data = asked[5]["content"].as_str().unwrap();
+    assert!(data.starts_with("Data:\n--- file_read {\"path\":\"a.txt\"} ---\none\ntwo\nthree\n"), "{data}");
+    assert!(data.contains("Task: Which of a.txt and b.txt has the most lines?"), "{data}");
+    h.mock.assert_clean();
+
+    h.mock.push_all([tool_call("file_read", json!({"path": "a.txt"})), text(READ_A), text("ANSWER: 3")]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(agent.process_message("How many lines has a.txt?").await.unwrap(), "3");
+    let reqs = h.mock.requests();
+    let roles: Vec<&str> =
+        reqs[6]["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user"], "a count is asked without examples");
+    h.mock.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_that_names_its_tools_is_never_delivered_and_the_answer_comes_from_the_evidence() {
     let h = harness().await;

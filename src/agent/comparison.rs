@@ -1,0 +1,134 @@
+//! Tasks whose answer is a comparison: a yes-or-no check ("Does the version in package.json
+//! match ...?") or a superlative ("Which region had the highest revenue?"). Asked for the
+//! answer from the evidence, a 1.5B model answers these from the look of the values rather than
+//! their order: `Yes` for 2.3.0 against 2.4.0, East's 143,500 as the highest of four regions.
+//! Shown two worked answers first, in which the values are written out before the verdict
+//! (`Values: ... ANSWER: ...`), it writes the values out too and compares right more often:
+//! replayed on 14 recorded and constructed comparisons at two clock times, 21 of 28 right
+//! against 10 of 28 (bench/README.md, "Stop 32"). Tasks of other kinds (lists, counts, the
+//! first unchecked item) got worse with the same examples, so they are shown only to tasks
+//! that this module recognizes as comparisons, in English; the examples are in English.
+
+use crate::config::Language;
+use crate::llm::Message;
+
+/// Words that open a yes-or-no question.
+const YES_NO: [&str; 16] = [
+    "does", "do", "did", "is", "are", "was", "were", "has", "have", "had", "can", "could", "should", "will", "would",
+    "shall",
+];
+
+/// Superlatives that do not end in "-est".
+const SUPERLATIVES: [&str; 7] = ["most", "least", "max", "maximum", "min", "minimum", "best"];
+
+/// Words of five letters or more that end in "-est" and are not superlatives.
+const NOT_SUPERLATIVES: [&str; 16] = [
+    "request", "interest", "suggest", "digest", "manifest", "contest", "forest", "honest", "modest", "protest",
+    "invest", "arrest", "harvest", "earnest", "attest", "ingest",
+];
+
+/// Whether `task` asks for a comparison: a sentence that opens with a yes-or-no word, the
+/// words "yes or no", or a superlative.
+pub(super) fn asks_to_compare(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    if lower.contains("yes or no") {
+        return true;
+    }
+    let opens_yes_no = lower
+        .split(['.', '?', '!', '\n', ':'])
+        .filter_map(|sentence| sentence.split_whitespace().next())
+        .any(|first| YES_NO.contains(&first.trim_matches(|c: char| !c.is_alphabetic())));
+    opens_yes_no
+        || lower.split(|c: char| !c.is_alphabetic()).any(|word| {
+            SUPERLATIVES.contains(&word)
+                || (word.len() >= 5 && word.ends_with("est") && !NOT_SUPERLATIVES.contains(&word))
+        })
+}
+
+/// The worked answers shown before a comparison task: (request, reply) pairs in the form of
+/// the evidence request. `None` for languages without them.
+pub(super) fn examples(lang: Language, ask: &str) -> Option<Vec<Message>> {
+    if lang != Language::En {
+        return None;
+    }
+    let pairs = [
+        (
+            "Data:\n--- file_read {\"path\":\"inventory.csv\"} ---\nitem,count\nbolts,40\nnuts,120\nwashers,75\n---\n\n\
+             Task: Which item do we have the fewest of, and how many?",
+            "Values: bolts 40, nuts 120, washers 75. From fewest to most: bolts 40, washers 75, nuts 120. \
+             Fewest: bolts.\nANSWER:\nWe have the fewest bolts: 40.",
+        ),
+        (
+            "Data:\n--- file_read {\"path\":\"shop/price.txt\"} ---\nprice: 12.00\n--- file_read {\"path\":\"web/price.txt\"} \
+             ---\nprice: 12.50\n---\n\nTask: Does the shop's price match the web price? Answer yes or no and give both prices.",
+            "Values: shop 12.00, web 12.50. 12.00 is not 12.50.\nANSWER:\nNo: the shop's price is 12.00 and the web \
+             price is 12.50.",
+        ),
+    ];
+    Some(
+        pairs
+            .into_iter()
+            .flat_map(|(request, reply)| [Message::user(format!("{request}\n\n{ask}")), Message::assistant(reply)])
+            .collect(),
+    )
+}
+
+/// The reply without the line of values that the examples teach to write first, where
+/// something else remains.
+pub(super) fn without_values(reply: &str) -> &str {
+    match reply.trim_start().split_once('\n') {
+        Some((first, rest)) if first.starts_with("Values:") && !rest.trim().is_empty() => rest.trim(),
+        _ => reply.trim(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yes_or_no_questions_and_superlatives_are_comparisons() {
+        for task in [
+            "Does the version in package.json match the newest version in CHANGELOG.md? Answer yes or no.",
+            "Which region had the highest revenue in data/sales.csv, and how much was it?",
+            "Who made the most recent commit in this repository?",
+            "Check certs/api.txt. Is it valid for more than 30 days?",
+            "Which rack is the warmest right now?",
+            "Tell me yes or no: did the backup run?",
+            "Which host has the least free disk?",
+        ] {
+            assert!(asks_to_compare(task), "{task}");
+        }
+    }
+
+    #[test]
+    fn other_tasks_are_not() {
+        for task in [
+            "What is the first unchecked item in TODO.md?",
+            "List the commits of the last 24 hours, one line each with the author and what changed.",
+            "How many ERROR lines are in logs/worker.log?",
+            "Compare prices/october.csv with prices/november.csv. Which product changed its price?",
+            "Check logs/app.log for errors. If there are any, quote them. If there are none, reply NO_REPLY.",
+            "Run the tests and send the request log to the west team; note any interest.",
+            "读取 notes/weekly.md，告诉我本周完成了哪些工作。",
+        ] {
+            assert!(!asks_to_compare(task), "{task}");
+        }
+    }
+
+    #[test]
+    fn the_examples_are_in_the_evidence_requests_form_and_only_in_english() {
+        let m = examples(Language::En, "Give your answer after a line that says ANSWER:").unwrap();
+        assert_eq!(m.len(), 4);
+        assert!(m[0].text().starts_with("Data:\n--- file_read ") && m[0].text().ends_with("says ANSWER:"));
+        assert!(m[1].text().starts_with("Values: ") && m[1].text().contains("\nANSWER:\n"));
+        assert!(examples(Language::Zh, "").is_none());
+    }
+
+    #[test]
+    fn the_line_of_values_is_left_out_of_the_answer() {
+        assert_eq!(without_values("Values: a 1, b 2.\nb is higher."), "b is higher.");
+        assert_eq!(without_values("Values: a 1, b 2. b is higher."), "Values: a 1, b 2. b is higher.", "nothing else");
+        assert_eq!(without_values("b is higher.\n"), "b is higher.");
+    }
+}
