@@ -289,8 +289,8 @@ pub(super) async fn a_one_process_call_cannot_start_another(sandbox: &Sandbox) {
 }
 
 /// A call's processes and threads, everything it starts included, stay under the policy's
-/// cap: a script that forks forty children that wait gets fewer than the cap, and writes how
-/// many it got. The same script without a cap gets all forty. Where no `pids` cgroup can be
+/// cap: a script that tries to move itself into every other cgroup it can see, then forks
+/// forty children that wait, gets fewer than the cap, and writes how many it got. The same script without a cap gets all forty. Where no `pids` cgroup can be
 /// made here it prints why and returns.
 pub(super) async fn a_call_cannot_start_more_processes_than_its_cap(sandbox: &Sandbox) {
     if let Err(why) = super::cgroup::base() {
@@ -302,7 +302,9 @@ pub(super) async fn a_call_cannot_start_more_processes_than_its_cap(sandbox: &Sa
         return;
     }
     let fx = Fixture::new();
-    let script = "exec python3 -c 'import os, signal
+    // First it tries to leave its cgroup for any other it can see.
+    let script = "for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs /sys/fs/cgroup/*/*/cgroup.procs; \
+                  do echo $$ > \"$f\"; done 2>/dev/null; exec python3 -c 'import os, signal
 pids = []
 for _ in range(40):
     try:
