@@ -29,13 +29,32 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-static BASE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static BASE: OnceLock<Result<PathBuf, NoCap>> = OnceLock::new();
 static NEXT: AtomicU64 = AtomicU64::new(0);
 /// Cgroups of ended calls that still held exiting processes when the call was dropped.
 static LEFT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// Why calls run without the cap here. It fails no call, so it has no exit code of its own:
+/// the engine logs it once per process.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoCap {
+    /// A file of `/proc` that says where this process's cgroups are could not be read.
+    #[error("cannot read {file}: {source}")]
+    Proc {
+        file: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// No hierarchy with the `pids` controller is mounted.
+    #[error("no cgroup hierarchy with the `pids` controller is mounted")]
+    NotMounted,
+    /// Each hierarchy that has it refused: (this process's cgroup folder there, why).
+    #[error("{}", .0.iter().map(|(dir, e)| format!("{}: {e}", dir.display())).collect::<Vec<_>>().join("; "))]
+    Refused(Vec<(PathBuf, io::Error)>),
+}
+
 /// The folder under which calls' cgroups are made, or why there is none.
-pub(crate) fn base() -> Result<PathBuf, String> {
+pub(crate) fn base() -> Result<&'static Path, &'static NoCap> {
     BASE.get_or_init(|| {
         let found = probe();
         if let Err(reason) = &found {
@@ -43,7 +62,8 @@ pub(crate) fn base() -> Result<PathBuf, String> {
         }
         found
     })
-    .clone()
+    .as_ref()
+    .map(PathBuf::as_path)
 }
 
 /// One call's cgroup; removed when dropped (or by a later call, once its processes are gone).
@@ -66,7 +86,7 @@ impl Drop for CallCgroup {
 /// before it runs. `None` when no `pids` controller can be used here (see [`base`]).
 pub(crate) fn limit(cmd: &mut std::process::Command, max: u32) -> io::Result<Option<CallCgroup>> {
     let Ok(base) = base() else { return Ok(None) };
-    sweep(&base);
+    sweep(base);
     let dir = base.join(format!("routines-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
     fs::create_dir(&dir)?;
     let call = CallCgroup { dir };
@@ -109,21 +129,17 @@ fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) }
 }
 
-fn probe() -> Result<PathBuf, String> {
-    let cgroups = fs::read_to_string("/proc/self/cgroup").map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
-    let mounts =
-        fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let mut reasons = Vec::new();
+fn probe() -> Result<PathBuf, NoCap> {
+    let read = |file: &'static str| fs::read_to_string(file).map_err(|source| NoCap::Proc { file, source });
+    let (cgroups, mounts) = (read("/proc/self/cgroup")?, read("/proc/self/mountinfo")?);
+    let mut refused = Vec::new();
     for (dir, v2) in candidates(&cgroups, &mounts) {
         match usable(&dir, v2) {
             Ok(dir) => return Ok(dir),
-            Err(e) => reasons.push(format!("{}: {e}", dir.display())),
+            Err(e) => refused.push((dir, e)),
         }
     }
-    if reasons.is_empty() {
-        return Err("no cgroup hierarchy with the `pids` controller is mounted".into());
-    }
-    Err(reasons.join("; "))
+    Err(if refused.is_empty() { NoCap::NotMounted } else { NoCap::Refused(refused) })
 }
 
 /// The engine's own cgroup folder in each hierarchy that may have the `pids` controller:
@@ -273,6 +289,19 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::NotFound, "{err}");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "the probe's folder was left behind");
         assert!(usable(dir.path(), true).is_err(), "no cgroup.controllers");
+    }
+
+    #[test]
+    fn why_there_is_no_cap_names_each_hierarchy_and_its_error() {
+        let refused = NoCap::Refused(vec![
+            (PathBuf::from("/sys/fs/cgroup/pids"), io::Error::from(io::ErrorKind::ReadOnlyFilesystem)),
+            (PathBuf::from("/sys/fs/cgroup"), io::Error::other("other processes share this cgroup")),
+        ]);
+        assert_eq!(
+            refused.to_string(),
+            "/sys/fs/cgroup/pids: read-only filesystem or storage medium; /sys/fs/cgroup: other processes share this cgroup"
+        );
+        assert_eq!(NoCap::NotMounted.to_string(), "no cgroup hierarchy with the `pids` controller is mounted");
     }
 
     #[test]
