@@ -237,6 +237,10 @@ impl Scheduler {
                 }
             }
         }
+        // The store answered: fires held back since an earlier claim failed are tried now.
+        if failed.len() < instants.len() && !self.held.fires.is_empty() {
+            self.held.until = Some(tokio::time::Instant::now());
+        }
         handled.retain(|(name, _)| !failed.contains(name));
         let rows: Vec<(&str, DateTime<Utc>)> = handled.iter().map(|(n, at)| (n.as_str(), *at)).collect();
         if let Err(e) = self.dispatcher.engine.store.set_last_scheduled_many(&rows) {
@@ -308,7 +312,10 @@ impl Scheduler {
                 wait = wait.min(at.saturating_duration_since(tokio::time::Instant::now()));
             }
             tokio::select! {
-                _ = &mut stop => return,
+                _ = &mut stop => {
+                    self.last_try_held();
+                    return;
+                }
                 _ = tokio::time::sleep(wait) => {}
                 signal = signals.recv() => match signal {
                     Some(Signal::Reload(loaded)) => self.reload(loaded),
@@ -319,12 +326,35 @@ impl Scheduler {
         }
     }
 
+    /// Tries the held fires once more as the daemon stops: the database may be back before
+    /// their next try was due. Each one that still cannot be queued is logged as lost, with
+    /// what it was, since nothing else records it.
+    fn last_try_held(&mut self) {
+        let fires = std::mem::take(&mut self.held.fires);
+        if fires.is_empty() {
+            return;
+        }
+        for (fire, result) in fires.clone().into_iter().zip(self.dispatcher.accept_many(fires)) {
+            if let Err(e) = result {
+                tracing::error!(
+                    routine = %fire.routine,
+                    key = fire.key.as_deref().unwrap_or_default(),
+                    error = %e,
+                    "A fire held back since its claim failed could not be queued before the daemon stopped; it is lost."
+                );
+            }
+        }
+    }
+
     /// Claims fires from watchers. One whose claim failed for a reason that passes (the
     /// database out of reach, a full disk) is held back and tried again after 1 s, doubling up
-    /// to a minute: a file event is not dropped for a database that comes back.
+    /// to a minute, or at once when a later claim succeeds (the store is back): a file event is
+    /// not dropped for a database that comes back.
     fn take_fires(&mut self, fires: Vec<IncomingFire>) {
         let mut again = Vec::new();
+        let mut stored = false;
         for (fire, result) in fires.clone().into_iter().zip(self.dispatcher.accept_many(fires)) {
+            stored |= result.is_ok();
             match result {
                 Ok(dispatch::Accepted::Duplicate) => tracing::info!(
                     routine = %fire.routine,
@@ -342,6 +372,8 @@ impl Scheduler {
         if again.is_empty() {
             if self.held.fires.is_empty() {
                 self.held.wait = HeldFires::FIRST_WAIT;
+            } else if stored {
+                self.held.until = Some(tokio::time::Instant::now());
             }
             return;
         }

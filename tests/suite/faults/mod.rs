@@ -6,6 +6,7 @@ mod cut_off;
 mod database;
 mod deliveries;
 mod full_disk;
+mod held;
 mod overlap;
 mod pid_one;
 mod queue_window;
