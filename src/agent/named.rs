@@ -75,6 +75,46 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
     named
 }
 
+/// Whether the turn's successful calls have used everything the task names: the task names at
+/// least one workspace file that exists and may be read, or a web address, and a successful
+/// call named each of them in its arguments (a web address: an `http_request`). Then the
+/// model has what the task asked it to look at, and the answer comes from the evidence.
+pub(super) fn all_used(task: &str, calls: &[CallRecord], ctx: &ToolContext) -> bool {
+    let files = path_words(task)
+        .into_iter()
+        .take(MAX_CANDIDATES)
+        .filter(|w| ctx.resolve_read_path(w).is_ok_and(|p| p.is_file()))
+        .count();
+    let urls = web_addresses(task);
+    if files == 0 && urls.is_empty() {
+        return false;
+    }
+    let fetched = |url: &String| {
+        calls
+            .iter()
+            .any(|c| c.status == ToolStatus::Success && c.tool == "http_request" && c.arguments.contains(url.as_str()))
+    };
+    unused(task, calls, ctx, false).existing.is_empty() && urls.iter().all(fetched)
+}
+
+/// The `http://` and `https://` addresses in `text`: printable ASCII up to a quote, a bracket
+/// of `<>`, a space or other text (Chinese runs on without one), without the punctuation that
+/// ends a sentence or closes a bracket. Each once, in order.
+fn web_addresses(text: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        let Some(start) = word.find("http://").or_else(|| word.find("https://")) else { continue };
+        let end = word[start..]
+            .find(|c: char| !c.is_ascii_graphic() || "\"'<>`".contains(c))
+            .map_or(word.len(), |e| start + e);
+        let url = word[start..end].trim_end_matches(|c: char| ".,;:!?)]}".contains(c));
+        if url.len() > "https://".len() && !urls.iter().any(|u| u == url) {
+            urls.push(url.to_string());
+        }
+    }
+    urls
+}
+
 /// Files the task names that exist, may be read, and no successful call used, but for those
 /// `arguments` name: what a call with those arguments that writes would come before. Writing or
 /// editing a file the task names is that file's use; storing "100 widgets" in memory before
@@ -199,6 +239,18 @@ mod tests {
             "addresses and numbers are not paths; words that are not files drop out on disk"
         );
         assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
+    }
+
+    #[test]
+    fn web_addresses_are_found_without_the_sentence_around_them() {
+        assert_eq!(
+            web_addresses(
+                "Check http://127.0.0.1:47811/status.json. Then (https://example.org/a?b=1), and \"http://x.test/\"."
+            ),
+            ["http://127.0.0.1:47811/status.json", "https://example.org/a?b=1", "http://x.test/"]
+        );
+        assert_eq!(web_addresses("价格在http://127.0.0.1:8080/p.html上"), ["http://127.0.0.1:8080/p.html"]);
+        assert!(web_addresses("no address, just http:// alone").is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod failures;
 mod first_call;
 mod held;
 mod hygiene;
+mod looked;
 mod named;
 mod retries;
 mod runs;
