@@ -293,11 +293,14 @@ impl Scheduler {
     }
 
     /// Runs the timer loop until `stop` resolves, also reacting to
-    /// `signals` (reloads and fires from watchers).
+    /// `signals` (reloads and fires from watchers). Then it starts no more runs, awaits
+    /// `last_fires` (which sends the fires still on their way, such as file changes in their
+    /// debounce), and queues those and the held fires for the next start.
     pub async fn run_loop(
         &mut self,
         mut signals: tokio::sync::mpsc::UnboundedReceiver<Signal>,
         stop: impl std::future::Future<Output = ()>,
+        last_fires: impl std::future::Future<Output = ()>,
     ) {
         tokio::pin!(stop);
         loop {
@@ -313,7 +316,17 @@ impl Scheduler {
             }
             tokio::select! {
                 _ = &mut stop => {
-                    self.last_try_held();
+                    // The fires that reach the loop as it stops (file changes flushed from
+                    // their debounce), and those held back, are queued for the next start.
+                    self.dispatcher.close();
+                    last_fires.await;
+                    let mut last = std::mem::take(&mut self.held.fires);
+                    while let Ok(signal) = signals.try_recv() {
+                        if let Signal::Fire(fire) = signal {
+                            last.push(fire);
+                        }
+                    }
+                    self.last_try(last);
                     return;
                 }
                 _ = tokio::time::sleep(wait) => {}
@@ -326,11 +339,11 @@ impl Scheduler {
         }
     }
 
-    /// Tries the held fires once more as the daemon stops: the database may be back before
-    /// their next try was due. Each one that still cannot be queued is logged as lost, with
-    /// what it was, since nothing else records it.
-    fn last_try_held(&mut self) {
-        let fires = std::mem::take(&mut self.held.fires);
+    /// Queues `fires` as the daemon stops, after the dispatcher closed, so none starts now:
+    /// they run at the next start. Held fires get their last try here (the database may be
+    /// back before their next try was due). Each one that cannot be queued is logged as lost,
+    /// with what it was, since nothing else records it.
+    fn last_try(&mut self, fires: Vec<IncomingFire>) {
         if fires.is_empty() {
             return;
         }
@@ -340,7 +353,7 @@ impl Scheduler {
                     routine = %fire.routine,
                     key = fire.key.as_deref().unwrap_or_default(),
                     error = %e,
-                    "A fire held back since its claim failed could not be queued before the daemon stopped; it is lost."
+                    "A fire could not be queued before the daemon stopped; it is lost."
                 );
             }
         }

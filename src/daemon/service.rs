@@ -57,19 +57,31 @@ pub async fn run(
     // File triggers: one watcher on events, one polling for triggers with `poll`.
     let (files_tx, mut files_rx) = unbounded_channel::<FileFire>();
     let (evented, polled, interval) = watch_specs(&routines);
-    let watcher = Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)?;
-    let poller = Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))?;
+    let watcher = Arc::new(Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)?);
+    let poller = Arc::new(Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))?);
     let forward = signals_tx.clone();
+    // A request on `barrier` is answered once every fire sent before it has been passed on.
+    let (barrier, mut barriers) = unbounded_channel::<oneshot::Sender<()>>();
     tokio::spawn(async move {
-        while let Some(f) = files_rx.recv().await {
-            let key = f.key();
-            let trigger = TriggerContext::File(FileContext { path: f.path, event: f.event });
-            let fire = IncomingFire { routine: f.routine, trigger, catch_up: false, key };
-            if forward.send(Signal::Fire(fire)).is_err() {
-                return;
+        loop {
+            tokio::select! {
+                biased;
+                f = files_rx.recv() => {
+                    let Some(f) = f else { return };
+                    let key = f.key();
+                    let trigger = TriggerContext::File(FileContext { path: f.path, event: f.event });
+                    let fire = IncomingFire { routine: f.routine, trigger, catch_up: false, key };
+                    if forward.send(Signal::Fire(fire)).is_err() {
+                        return;
+                    }
+                }
+                Some(passed) = barriers.recv() => {
+                    let _ = passed.send(());
+                }
             }
         }
     });
+    let flushed = (watcher.clone(), poller.clone());
 
     // Webhooks, /healthz and /metrics. Idle connections must not starve the rest of the
     // daemon of file descriptors.
@@ -173,7 +185,17 @@ pub async fn run(
             () = db_gone.cancelled() => {}
         }
     };
-    scheduler.run_loop(signals_rx, stop).await;
+    // A file change still in its debounce fires as the daemon stops, and reaches the scheduler
+    // before it returns, which queues it for the next start rather than dropping it.
+    let last_fires = async move {
+        flushed.0.flush().await;
+        flushed.1.flush().await;
+        let (passed, answered) = oneshot::channel();
+        if barrier.send(passed).is_ok() {
+            let _ = answered.await;
+        }
+    };
+    scheduler.run_loop(signals_rx, stop, last_fires).await;
 
     tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
     drop(reload_watch);

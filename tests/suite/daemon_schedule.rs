@@ -335,7 +335,7 @@ async fn a_suspended_machine_catches_up_within_a_minute_of_waking() {
     let stop = tokio::time::sleep(std::time::Duration::from_secs(3 * 3600));
     let loop_task = async move {
         let _keep = tx;
-        w.sched.run_loop(rx, stop).await;
+        w.sched.run_loop(rx, stop, std::future::ready(())).await;
         w
     };
     let check = async {

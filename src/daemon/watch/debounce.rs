@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use notify::Event;
 use notify::event::{EventKind, ModifyKind, RemoveKind, RenameMode};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tracing::{debug, warn};
 
@@ -120,7 +120,13 @@ pub(super) struct Debouncer {
 }
 
 impl Debouncer {
-    pub(super) async fn run(mut self, mut raw: mpsc::UnboundedReceiver<notify::Result<Event>>) {
+    /// Turns `raw` events into fires until the fires' receiver or `raw` closes. A request on
+    /// `flushes` fires every pending burst at once and is answered when they are sent.
+    pub(super) async fn run(
+        mut self,
+        mut raw: mpsc::UnboundedReceiver<notify::Result<Event>>,
+        mut flushes: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ) {
         let mut recheck = tokio::time::interval_at(Instant::now() + RECHECK, RECHECK);
         recheck.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let fires = self.fires.clone();
@@ -137,7 +143,11 @@ impl Debouncer {
                     }
                     self.handle(batch);
                 }
-                () = tokio::time::sleep_until(next.unwrap_or(far)), if next.is_some() => self.flush(),
+                () = tokio::time::sleep_until(next.unwrap_or(far)), if next.is_some() => self.flush(false),
+                Some(done) = flushes.recv() => {
+                    self.flush(true);
+                    let _ = done.send(());
+                }
                 _ = recheck.tick() => self.recheck(),
             }
         }
@@ -232,6 +242,7 @@ impl Debouncer {
                     p.wait = wait;
                 }
                 Entry::Vacant(v) => {
+                    debug!(%routine, path = %rel, "A file change waits for its debounce.");
                     v.insert(Pending { abs: abs.clone(), first: event, replaced, last, deadline: now + wait, wait });
                 }
             }
@@ -239,11 +250,13 @@ impl Debouncer {
     }
 
     /// Checks every burst whose quiet period is over: fires it if the file is gone or its size and mtime
-    /// did not change since the last check, and otherwise waits one more period.
-    pub(super) fn flush(&mut self) {
+    /// did not change since the last check, and otherwise waits one more period. `now`: every
+    /// burst, without the wait and the second check (the daemon stops: a change it saw fires
+    /// as it is now rather than not at all).
+    pub(super) fn flush(&mut self, now_all: bool) {
         let now = Instant::now();
         let due: Vec<(String, String)> =
-            self.pending.iter().filter(|(_, p)| p.deadline <= now).map(|(k, _)| k.clone()).collect();
+            self.pending.iter().filter(|(_, p)| now_all || p.deadline <= now).map(|(k, _)| k.clone()).collect();
         if due.is_empty() {
             return;
         }
@@ -269,7 +282,7 @@ impl Debouncer {
                 }
                 Ok(meta) => {
                     let now_stat = FileStat::of(&meta);
-                    if p.last != Some(now_stat) {
+                    if p.last != Some(now_stat) && !now_all {
                         p.last = Some(now_stat);
                         p.deadline = now + p.wait;
                         continue;

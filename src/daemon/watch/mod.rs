@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use notify::{Event, RecursiveMode};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -106,6 +106,7 @@ const SCAN_DEPTH: usize = 64;
 pub struct Watcher {
     shared: Arc<Mutex<Shared>>,
     task: JoinHandle<()>,
+    flushes: mpsc::UnboundedSender<oneshot::Sender<()>>,
 }
 
 impl Watcher {
@@ -146,8 +147,19 @@ impl Watcher {
         let shared = Arc::new(Mutex::new(shared));
         let debouncer =
             Debouncer { shared: Arc::clone(&shared), pending: HashMap::new(), settled: HashMap::new(), fires: tx };
-        let task = runtime.spawn(debouncer.run(raw_rx));
-        Ok(Watcher { shared, task })
+        let (flushes, flush_rx) = mpsc::unbounded_channel();
+        let task = runtime.spawn(debouncer.run(raw_rx, flush_rx));
+        Ok(Watcher { shared, task, flushes })
+    }
+
+    /// Fires every change still waiting for its debounce now, as the file is, and returns once
+    /// those fires are sent (the daemon stops: a change it saw is not dropped for a quiet
+    /// period that did not end). Returns at once when the watcher has stopped.
+    pub async fn flush(&self) {
+        let (done, answered) = oneshot::channel();
+        if self.flushes.send(done).is_ok() {
+            let _ = answered.await;
+        }
     }
 
     /// Replaces the specs, adding and removing folder watches as needed. Files that already exist in newly

@@ -141,7 +141,7 @@ fn report(d: &mut Debouncer, path: PathBuf, event: FileEvent) {
 
 async fn after_debounce(d: &mut Debouncer) {
     tokio::time::advance(DEBOUNCE).await;
-    d.flush();
+    d.flush(false);
 }
 
 #[tokio::test(start_paused = true)]
@@ -157,6 +157,29 @@ async fn a_file_that_grows_without_events_waits_until_its_size_settles() {
     assert!(rx.try_recv().is_err(), "fired although the size changed since the event");
     after_debounce(&mut d).await;
     assert_eq!(plain(rx.try_recv().unwrap()), fire("r", "inbox/a", FileEvent::Create));
+    assert!(d.pending.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flush_as_the_daemon_stops_fires_every_waiting_change_as_the_file_is() {
+    let (_tmp, ws) = workspace(&["inbox"]);
+    let all = [FileEvent::Create, FileEvent::Modify, FileEvent::Remove];
+    let (mut d, mut rx) = debouncer(&ws, &[spec("r", &["inbox/*"], &all)]);
+    let (grows, gone) = (ws.join("inbox/a"), ws.join("inbox/b"));
+    fs::write(&grows, "1").unwrap();
+    report(&mut d, grows.clone(), FileEvent::Create);
+    fs::write(&grows, "12").unwrap();
+    fs::write(&gone, "x").unwrap();
+    report(&mut d, gone.clone(), FileEvent::Create);
+    fs::remove_file(&gone).unwrap();
+    d.flush(false);
+    assert!(rx.try_recv().is_err(), "the debounce has not passed");
+    // Before the debounce, with a size that changed since the event: it fires all the same.
+    d.flush(true);
+    let fired = rx.try_recv().unwrap();
+    assert_eq!(plain(fired.clone()), fire("r", "inbox/a", FileEvent::Create));
+    assert_eq!(fired.stamp.map(|s| s.size), Some(2), "the file as it is now");
+    assert!(rx.try_recv().is_err(), "a file created and removed within the debounce still fires nothing");
     assert!(d.pending.is_empty());
 }
 

@@ -1,16 +1,21 @@
-//! A file that arrives while the database is out of reach: its fire is held back and tried
-//! again. When the daemon is stopped before the next try, the fire is tried once more as it
-//! stops (the database may be back by then), and one that still cannot be queued is logged as
-//! lost, by routine and file, rather than dropped without a word.
+//! Fires the daemon has seen but not yet queued when it is stopped. A file that arrives while
+//! the database is out of reach: its fire is held back and tried again; when the daemon is
+//! stopped before the next try, the fire is tried once more as it stops (the database may be
+//! back by then), and one that still cannot be queued is logged as lost, by routine and file,
+//! rather than dropped without a word. A file change still in its debounce when the daemon
+//! stops is queued as the file is then, and runs at the next start.
 
 use std::sync::Arc;
 
 use routines::store::{DatabaseUrl, Store};
 
+use std::time::Duration;
+
 use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text};
 use crate::common::os::free_port;
 use crate::common::postgres;
+use crate::common::wait::{self, DEADLINE};
 
 /// The `inbox` runs recorded, as (status, fire key).
 fn inbox_runs(store: &Store) -> Vec<(String, Option<String>)> {
@@ -58,7 +63,7 @@ async fn a_held_file_fire_is_queued_as_the_daemon_stops_or_logged_as_lost() {
             tokio::task::spawn_blocking(move || back.start_again()).await.unwrap().unwrap();
         }
         daemon.signal(libc::SIGTERM);
-        daemon.exit_code(crate::common::wait::DEADLINE).await;
+        daemon.exit_code(DEADLINE).await;
         let err = daemon.stderr();
         if database_back {
             let runs = inbox_runs(&store);
@@ -74,4 +79,42 @@ async fn a_held_file_fire_is_queued_as_the_daemon_stops_or_logged_as_lost() {
             assert!(inbox_runs(&store).is_empty());
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_change_in_its_debounce_at_a_stop_runs_at_the_next_start() {
+    let mock = MockLlm::start().await;
+    mock.push(text("read it"));
+    let port = free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"))
+        .env("ROUTINES_LOG", "routines=debug");
+    p.write(
+        "routines/inbox.yaml",
+        "on: [{ file: { paths: [\"inbox/*.csv\"], debounce: 1h } }]\nprompt: \"Read {{ trigger.path }}.\"\n\
+         agent: { tools: [] }\n",
+    );
+    std::fs::create_dir_all(p.path().join("inbox")).unwrap();
+    let mut daemon = p.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    std::fs::write(p.path().join("inbox/late.csv"), "a,b\n").unwrap();
+    daemon.wait_for_stderr("the change seen", |l| l.contains("A file change waits for its debounce")).await;
+    daemon.signal(libc::SIGTERM);
+    assert_eq!(daemon.exit_code(DEADLINE).await, 0, "{}", daemon.stderr());
+    assert_eq!(mock.request_count(), 0, "nothing starts as the daemon stops");
+    let queued = p.show(1).await;
+    assert_eq!(queued["status"], "queued", "{queued}");
+    assert_eq!(queued["routine"], "inbox");
+
+    let mut again = p.command(["daemon"]).spawn().await;
+    let ran = wait::poll(DEADLINE, Duration::from_millis(100), async || {
+        let run = p.show(1).await;
+        (run["status"] == "succeeded").then_some(run)
+    })
+    .await
+    .unwrap_or_else(|| panic!("the queued fire runs at the next start:\n{}", again.stderr()));
+    assert_eq!(ran["output"], "read it");
+    assert!(mock.requests()[0].to_string().contains("inbox/late.csv"));
+    again.signal(libc::SIGTERM);
+    assert_eq!(again.exit_code(DEADLINE).await, 0);
+    assert_eq!(p.history(&[]).await.len(), 1, "one run, not two");
 }
