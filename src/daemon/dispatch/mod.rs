@@ -443,9 +443,6 @@ impl Dispatcher {
         }
     }
 
-    /// Stops starting fires, waits up to `grace` for running ones, then
-    /// cancels those still running (recorded `interrupted`, reason
-    /// `shutdown`) and waits for them to record it.
     /// Starts no more runs: a fire accepted from now on stays queued for the next start, and
     /// fires waiting for their turn stay queued. Runs that run go on ([`Dispatcher::shut_down`]).
     pub fn close(&self) {
@@ -453,6 +450,9 @@ impl Dispatcher {
         self.changed.notify_waiters();
     }
 
+    /// Stops starting fires, waits up to `grace` for running ones, then
+    /// cancels those still running (recorded `interrupted`, reason
+    /// `shutdown`) and waits for them to record it.
     pub async fn shut_down(&self, grace: std::time::Duration, hurry: &CancellationToken) {
         self.close();
         let finished = tokio::select! {

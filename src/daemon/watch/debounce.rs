@@ -145,6 +145,14 @@ impl Debouncer {
                 }
                 () = tokio::time::sleep_until(next.unwrap_or(far)), if next.is_some() => self.flush(false),
                 Some(done) = flushes.recv() => {
+                    // Events already reported count too.
+                    let mut batch = Vec::new();
+                    while let Ok(more) = raw.try_recv() {
+                        batch.push(more);
+                    }
+                    if !batch.is_empty() {
+                        self.handle(batch);
+                    }
                     self.flush(true);
                     let _ = done.send(());
                 }
