@@ -77,24 +77,23 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
 
 /// Whether the turn's successful calls have used everything the task names: the task names at
 /// least one workspace file that exists and may be read, or a web address, and a successful
-/// call named each of them in its arguments (a web address: an `http_request`). Then the
+/// call named each of them in its arguments (a web address: an `http_request`), as it did
+/// each workspace folder the task names with a slash (`data/raw/`, `logs/2026`). Then the
 /// model has what the task asked it to look at, and the answer comes from the evidence.
 pub(super) fn all_used(task: &str, calls: &[CallRecord], ctx: &ToolContext) -> bool {
-    let files = path_words(task)
-        .into_iter()
-        .take(MAX_CANDIDATES)
-        .filter(|w| ctx.resolve_read_path(w).is_ok_and(|p| p.is_file()))
-        .count();
+    let words: Vec<String> = path_words(task).into_iter().take(MAX_CANDIDATES).collect();
+    let files = words.iter().filter(|w| ctx.resolve_read_path(w).is_ok_and(|p| p.is_file())).count();
+    let folders: Vec<&String> = words.iter().filter(|w| ctx.resolve_read_path(w).is_ok_and(|p| p.is_dir())).collect();
     let urls = web_addresses(task);
     if files == 0 && urls.is_empty() {
         return false;
     }
-    let fetched = |url: &String| {
-        calls
-            .iter()
-            .any(|c| c.status == ToolStatus::Success && c.tool == "http_request" && c.arguments.contains(url.as_str()))
-    };
-    unused(task, calls, ctx, false).existing.is_empty() && urls.iter().all(fetched)
+    let succeeded = || calls.iter().filter(|c| c.status == ToolStatus::Success);
+    let fetched = |url: &String| succeeded().any(|c| c.tool == "http_request" && c.arguments.contains(url.as_str()));
+    // A folder the task names ("the reports in archive/2026/") is a source too: some call
+    // must have used it.
+    let listed = |dir: &&String| succeeded().any(|c| c.arguments.contains(dir.as_str()));
+    unused(task, calls, ctx, false).existing.is_empty() && urls.iter().all(fetched) && folders.iter().all(listed)
 }
 
 /// The `http://` and `https://` addresses in `text`: printable ASCII up to a quote, a bracket
@@ -162,16 +161,19 @@ fn creatable(path: &Path) -> bool {
     !path.exists() && path.extension().is_some() && path.parent().is_some_and(Path::is_dir)
 }
 
-/// Words of `text` shaped like a file path (`a.txt`, `logs/app.log`, `/srv/x/y`): runs of path
-/// characters with a dot or a slash, without the punctuation that ends a sentence; web addresses
-/// are left out. Each once, in order.
+/// Words of `text` shaped like a file path (`a.txt`, `logs/app.log`, `/srv/x/y`, `docs/`): runs
+/// of path characters with a dot or a slash, without the punctuation that ends a sentence or
+/// the slash that ends a folder; web addresses are left out. Each once, in order.
 fn path_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for chunk in text.split_whitespace().filter(|w| !w.contains("://")) {
-        for word in chunk.split(|c: char| !(c.is_ascii_alphanumeric() || "._-/~".contains(c))) {
-            let word = word.trim_end_matches(['.', '/']);
+        for raw in chunk.split(|c: char| !(c.is_ascii_alphanumeric() || "._-/~".contains(c))) {
+            // `docs/`: a folder, written as one.
+            let folder = raw.trim_end_matches('.').ends_with('/');
+            let word = raw.trim_end_matches(['.', '/']);
             let word = word.strip_prefix("./").unwrap_or(word);
-            let shaped = (word.contains('.') || word.contains('/')) && word.chars().any(|c| c.is_ascii_alphabetic());
+            let shaped =
+                (folder || word.contains('.') || word.contains('/')) && word.chars().any(|c| c.is_ascii_alphabetic());
             if shaped
                 && word.len() <= 255
                 && !Path::new(word).as_os_str().is_empty()
@@ -239,6 +241,7 @@ mod tests {
             "addresses and numbers are not paths; words that are not files drop out on disk"
         );
         assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
+        assert_eq!(path_words("Count the files in docs/ and in data/raw."), ["docs", "data/raw"]);
     }
 
     #[test]

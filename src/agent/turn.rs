@@ -403,10 +403,13 @@ impl Agent {
     }
 
     /// Whether the answer may be asked from the evidence right after this round of `calls`
-    /// (routine turns held to a first tool call, whose tools all only look): every call of the
-    /// round looked and succeeded (a read, a listing, a GET, a recall; `shell` aside, whose
-    /// next step is often another command), no file was read only in part, and the calls of
-    /// the turn have used every file and web address the task names ([`named::all_used`]).
+    /// (routine turns held to a first tool call, whose tools all only look, `shell` not among
+    /// them): every call of the round looked and succeeded (a read, a listing, a GET, a
+    /// recall), every tool offered but `file_list` has been used (a task may name a source
+    /// only in words: "the website", "what you remembered"), no file was read only in part,
+    /// and the calls of the turn have used every file, folder and web address the task names
+    /// ([`named::all_used`]). A routine with `shell` is left its next step: "does
+    /// package.json match the latest git tag" names one file and one command.
     fn looked_at_all(
         &self,
         task: &str,
@@ -416,7 +419,9 @@ impl Agent {
         first: FirstCallRule,
         specs: &[ToolSpec],
     ) -> bool {
-        let only_looks = !specs.iter().any(|t| self.acts(t));
+        let only_looks = !specs.iter().any(|t| self.acts(t) || t.name == "shell");
+        let used = |name: &str| made.iter().any(|c| c.tool == name && c.status == ToolStatus::Success);
+        let all_offered_used = specs.iter().filter(|t| t.name != "file_list").all(|t| used(&t.name));
         let round = &made[made.len().saturating_sub(calls.len())..];
         let looked = !calls.is_empty()
             && calls.iter().all(|c| self.looks(c))
@@ -424,6 +429,7 @@ impl Agent {
         self.routine.is_some()
             && first != FirstCallRule::Free
             && only_looks
+            && all_offered_used
             && looked
             && grounding::part_read(made).is_none()
             && named::all_used(task, made, ctx)

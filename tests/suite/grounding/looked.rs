@@ -49,10 +49,11 @@ async fn reading_the_file_the_task_names_is_followed_by_the_answer_request() {
 }
 
 /// Each of these leaves the model its next step: a named file not read yet, a file read in
-/// part, a routine that may also write, a failed read.
+/// part, a routine that may also write, a failed read, a routine with `shell`, a named folder
+/// not listed yet, a tool offered and not used yet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_is_not_yet_the_whole_look_goes_back_to_the_model_with_the_tools() {
-    let cases: [(&str, &str, Value); 4] = [
+    let cases: [(&str, &str, Value); 7] = [
         (
             "prompt: Does the version in package.json match the newest one in CHANGELOG.md?\nagent: { tools: [file_read] }\n",
             "the changelog is not read yet",
@@ -73,6 +74,23 @@ async fn what_is_not_yet_the_whole_look_goes_back_to_the_model_with_the_tools() 
             "the read failed",
             json!({"path": "config/nope.toml"}),
         ),
+        (
+            "prompt: Does the version in package.json match the latest git tag?\n\
+             agent: { autonomy: full, tools: [file_read, shell] }\n",
+            "the routine has shell: a command may be the other source",
+            json!({"path": "package.json"}),
+        ),
+        (
+            "prompt: Is config/app.toml's port in any of the files in data/raw/?\nagent: { tools: [file_read, file_list] }\n",
+            "the folder the task names is not listed yet",
+            json!({"path": "config/app.toml"}),
+        ),
+        (
+            "prompt: Does the version in package.json match the one on our website?\n\
+             agent: { tools: [file_read, http_request] }\n",
+            "a tool offered is not used yet: the website is named only in words",
+            json!({"path": "package.json"}),
+        ),
     ];
     for (routine, why, args) in cases {
         let mock = MockLlm::start().await;
@@ -81,7 +99,8 @@ async fn what_is_not_yet_the_whole_look_goes_back_to_the_model_with_the_tools() 
             .write("config/app.toml", "port = 8420\n")
             .write("package.json", "{\"version\": \"2.3.0\"}\n")
             .write("CHANGELOG.md", "## 2.4.0\n")
-            .write("logs/disk.log", "a 50%\nb 60%\nc 93%\n");
+            .write("logs/disk.log", "a 50%\nb 60%\nc 93%\n")
+            .write("data/raw/a.csv", "port\n8420\n");
         mock.push_all([tool_call("file_read", args), text("done")]);
         p.run_async(["run", "r"]).await.success();
         let reqs = mock.requests();
