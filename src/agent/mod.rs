@@ -17,6 +17,7 @@ mod evidence;
 mod grounding;
 mod history;
 mod hygiene;
+mod looked;
 mod named;
 pub mod prompt;
 mod record;

@@ -402,53 +402,9 @@ impl Agent {
         Some(named::held_message(self.opts.language, &files))
     }
 
-    /// Whether the answer may be asked from the evidence right after this round of `calls`
-    /// (routine turns held to a first tool call, whose tools all only look, `shell` not among
-    /// them): every call of the round looked and succeeded (a read, a listing, a GET, a
-    /// recall), every tool offered but `file_list` has been used (a task may name a source
-    /// only in words: "the website", "what you remembered"), no file was read only in part,
-    /// and the calls of the turn have used every file, folder and web address the task names
-    /// ([`named::all_used`]). A routine with `shell` is left its next step: "does
-    /// package.json match the latest git tag" names one file and one command.
-    fn looked_at_all(
-        &self,
-        task: &str,
-        calls: &[ToolCall],
-        made: &[CallRecord],
-        ctx: &crate::tools::ToolContext,
-        first: FirstCallRule,
-        specs: &[ToolSpec],
-    ) -> bool {
-        let only_looks = !specs.iter().any(|t| self.acts(t) || t.name == "shell");
-        let used = |name: &str| made.iter().any(|c| c.tool == name && c.status == ToolStatus::Success);
-        let all_offered_used = specs.iter().filter(|t| t.name != "file_list").all(|t| used(&t.name));
-        let round = &made[made.len().saturating_sub(calls.len())..];
-        let looked = !calls.is_empty()
-            && calls.iter().all(|c| self.looks(c))
-            && round.iter().all(|c| c.status == ToolStatus::Success);
-        self.routine.is_some()
-            && first != FirstCallRule::Free
-            && only_looks
-            && all_offered_used
-            && looked
-            && grounding::part_read(made).is_none()
-            && named::all_used(task, made, ctx)
-    }
-
-    /// Whether a call only looks: not `shell`, and its own effect (an `http_request` GET, not a
-    /// POST) is read-only.
-    fn looks(&self, call: &ToolCall) -> bool {
-        let Some(tool) = self.tools.get(&call.name).filter(|_| call.name != "shell") else { return false };
-        let effect = serde_json::from_str::<Value>(&call.arguments)
-            .ok()
-            .and_then(|args| tool.inspect(&args).ok())
-            .map_or(tool.effect(), |info| info.effect.unwrap_or_else(|| tool.effect()));
-        effect == Effect::ReadOnly
-    }
-
     /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,
     /// which is what routines mostly run commands for.
-    fn acts(&self, spec: &ToolSpec) -> bool {
+    pub(super) fn acts(&self, spec: &ToolSpec) -> bool {
         spec.name != "shell" && self.tools.get(&spec.name).is_some_and(|t| t.effect() != Effect::ReadOnly)
     }
 
