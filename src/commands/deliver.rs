@@ -1,6 +1,6 @@
 //! `routines deliver --retry`: deliveries that failed or never happened,
 //! attempted again from what was recorded, without running the agent; with
-//! `--uncertain`, also those whose attempt was cut off and may have arrived.
+//! `--uncertain`, also those whose attempt was cut off or never answered and may have arrived.
 
 use routines::config::Config;
 use routines::store::DeliveryStatus;
@@ -49,8 +49,8 @@ pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(
         print_json(&serde_json::Value::Array(results))?;
     } else if let n @ 1.. = left.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(
-            "{} uncertain deliver{} left alone: an attempt was cut off and may have arrived; check, then run \
-             `routines deliver --retry --uncertain` to send again",
+            "{} uncertain deliver{} left alone: an attempt was cut off or never answered and may have \
+             arrived; check, then run `routines deliver --retry --uncertain` to send again",
             n,
             if n == 1 { "y" } else { "ies" }
         );

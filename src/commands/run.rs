@@ -57,6 +57,13 @@ pub async fn run(
     for d in &report.deliveries {
         match d.status {
             DeliveryStatus::Delivered => eprintln!("  delivered to {}", d.target),
+            DeliveryStatus::Uncertain => {
+                eprintln!(
+                    "  delivery to {} uncertain: {}",
+                    d.target,
+                    d.error.as_deref().unwrap_or("it may have arrived")
+                )
+            }
             _ => eprintln!("  delivery to {} failed: {}", d.target, d.error.as_deref().unwrap_or("unknown error")),
         }
     }

@@ -4,8 +4,9 @@
 //!
 //! Every attempt is claimed in the database before it starts (`Store::claim_delivery`: the row
 //! becomes `sending`, owned by this process, only if nobody changed it since it was read) and
-//! finished after it (`delivered` or `failed`). So two processes never attempt one delivery,
-//! and a restart knows which attempt may have been under way when a process died.
+//! finished after it (`delivered`, `failed`, or `uncertain` for a mail the server may have
+//! taken). So two processes never attempt one delivery, and a restart knows which attempt may
+//! have been under way when a process died.
 
 use super::{Deliverer, DeliveryError, Payload};
 use crate::store::{DeliveryRow, DeliveryStatus, Recorded, StoreError};
@@ -25,6 +26,9 @@ pub struct Retried {
     pub status: DeliveryStatus,
     pub error: Option<String>,
 }
+
+/// The command that sends an uncertain delivery again.
+const RETRY_UNCERTAIN: &str = "routines deliver --retry --uncertain";
 
 /// How one claimed attempt ended: the status recorded and the error, if any.
 type Ended = (DeliveryStatus, Option<String>);
@@ -103,7 +107,7 @@ impl Deliverer {
                 why.push_str(&format!("; the message is kept in {}", path.display()));
             }
         }
-        why.push_str("; check whether it arrived, and to send it again run `routines deliver --retry --uncertain`");
+        why.push_str(&format!("; check whether it arrived, and to send it again run `{RETRY_UNCERTAIN}`"));
         Ok(self.store.mark_uncertain(d, &why)?.then_some((DeliveryStatus::Uncertain, Some(why))))
     }
 
@@ -121,6 +125,11 @@ impl Deliverer {
         };
         let (status, error, permanent) = match outcome {
             Ok(_) => (DeliveryStatus::Delivered, None, false),
+            Err(e) if e.uncertain() => {
+                tracing::warn!(run_id = seen.run_id, target = %seen.target, error = %e, "Delivery uncertain: it may have arrived.");
+                let why = format!("{e}; check whether it arrived, and to send it again run `{RETRY_UNCERTAIN}`");
+                (DeliveryStatus::Uncertain, Some(self.clean(why)), false)
+            }
             Err(e) => {
                 tracing::warn!(run_id = seen.run_id, target = %seen.target, error = %e, retryable = e.retryable(), "Delivery failed.");
                 (DeliveryStatus::Failed, Some(self.clean(e.to_string())), !e.retryable())

@@ -71,6 +71,13 @@ impl DeliveryError {
         }
     }
 
+    /// Whether the delivery may have been made although it failed: a mail whose end of data
+    /// the SMTP server never answered. It is recorded `uncertain`, never attempted again
+    /// unasked (`routines deliver --retry --uncertain` does).
+    pub fn uncertain(&self) -> bool {
+        matches!(self, DeliveryError::Mail { source: MailError::Unconfirmed(_), .. })
+    }
+
     /// The exit code of a command stopped by it: 2 for settings that cannot work, else 1.
     pub fn exit_code(&self) -> u8 {
         match self {

@@ -9,7 +9,9 @@ NNNNNN.parsed.json holds the message as Python's `email` package reads it (decod
 per leaf part its content type, file name and decoded content), an independent check of the MIME.
 `smtp_server.py --parse FILE.eml` prints that form of an .eml file instead of serving.
 
-Recipients whose local part starts with `reject` get 550, with `tempfail` get 451.
+Recipients whose local part starts with `reject` get 550, with `tempfail` get 451. A message to
+a recipient whose local part starts with `datafail` is refused with 451 at the end of its data,
+and not written.
 
 With `--hang N`, the first N messages are written and then never answered: the client waits for
 the reply to its end of data as long as it likes (a sender killed there has delivered a message
@@ -72,6 +74,8 @@ class Handler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        if any(a.split("@", 1)[0].lower().startswith("datafail") for a in envelope.rcpt_tos):
+            return "451 4.3.0 Cannot take it now"
         self.count += 1
         stem = os.path.join(self.outdir, "%06d" % self.count)
         login = session.auth_data.decode() if isinstance(session.auth_data, bytes) else None

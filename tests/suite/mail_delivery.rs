@@ -177,10 +177,75 @@ async fn a_crash_between_sending_and_recording_never_sends_twice() {
     assert_eq!(outbox(&p).len(), 1);
     let o = p.run(["deliver", "--retry"]);
     o.success().stderr_is(
-        "1 uncertain delivery left alone: an attempt was cut off and may have arrived; check, then run \
-         `routines deliver --retry --uncertain` to send again\n",
+        "1 uncertain delivery left alone: an attempt was cut off or never answered and may have arrived; \
+         check, then run `routines deliver --retry --uncertain` to send again\n",
     );
     assert_eq!(smtp.received().len(), 1);
+}
+
+/// A server that takes a message and never answers its end: the attempt times out after the
+/// whole message was sent, so the server may have it (it does). Recorded `uncertain` and kept in
+/// the outbox, not `failed`: a retry would send it a second time.
+#[tokio::test]
+async fn a_mail_whose_end_is_never_answered_is_uncertain_and_not_sent_again_unasked() {
+    let mock = MockLlm::start().await;
+    mock.push(text("Weekly numbers."));
+    let smtp = SmtpServer::start_hanging(1);
+    let mail = format!(
+        "mail:\n  from: routines@example.com\n  smtp: {{ host: 127.0.0.1, port: {}, security: none, timeout: 1s }}\n",
+        smtp.port
+    );
+    let p = Routines::project(&mock.base_url(), &mail);
+    p.write("routines/report.yaml", "prompt: Write the report.\ndeliver:\n  - mail: { to: [ops@example.com] }\n");
+    let o = p.run_async(["run", "report"]).await;
+    o.success()
+        .stderr_has("delivery to ops@example.com uncertain: the SMTP server 127.0.0.1:")
+        .stderr_has("gave no answer to its end")
+        .stderr_has("routines deliver --retry --uncertain");
+    assert_eq!(smtp.received().len(), 1);
+    let show = p.run(["show", "1", "--json"]).json();
+    assert_eq!(
+        (show["deliveries"][0]["status"].as_str(), show["deliveries"][0]["attempts"].as_u64()),
+        (Some("uncertain"), Some(1)),
+        "{show}"
+    );
+    assert_eq!(outbox(&p).len(), 1, "kept for a person to check");
+
+    p.run_async(["deliver", "--retry"]).await.success().stderr_has("1 uncertain delivery left alone");
+    assert_eq!(smtp.received().len(), 1, "an unanswered mail was sent again unasked");
+
+    // A person who checked asks for it; the server answers this time.
+    p.run_async(["deliver", "--retry", "--uncertain"]).await.success().stderr_has("delivered  run 1  mail");
+    let got = smtp.received();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].header("Message-ID"), got[1].header("Message-ID"));
+    assert!(outbox(&p).is_empty(), "a sent message leaves the outbox");
+}
+
+/// The same end of data refused with a reply (451): the server said it did not take it, so the
+/// delivery is `failed` and retried, not `uncertain`.
+#[tokio::test]
+async fn a_mail_refused_at_its_end_is_failed_and_retried() {
+    let mock = MockLlm::start().await;
+    mock.push(text("Weekly numbers."));
+    let smtp = SmtpServer::start();
+    let p = project(&mock, smtp.port);
+    p.write("routines/report.yaml", "prompt: Write the report.\ndeliver:\n  - mail: { to: [datafail@example.com] }\n");
+    p.run_async(["run", "report"])
+        .await
+        .success()
+        .stderr_has("delivery to datafail@example.com failed:")
+        .stderr_has("451");
+    let show = p.run(["show", "1", "--json"]).json();
+    assert_eq!(show["deliveries"][0]["status"], "failed", "{show}");
+    p.run_async(["deliver", "--retry"]).await.code(1).stderr_has("failed     run 1  mail datafail@example.com");
+    let show = p.run(["show", "1", "--json"]).json();
+    assert_eq!(
+        (show["deliveries"][0]["status"].as_str(), show["deliveries"][0]["attempts"].as_u64()),
+        (Some("failed"), Some(2)),
+        "{show}"
+    );
+    assert!(smtp.received().is_empty());
 }
 
 #[tokio::test]

@@ -88,6 +88,10 @@ pub enum MailError {
     /// Retrying without changing the configuration or the message does not help.
     #[error("{0}")]
     Rejected(String),
+    /// The server was sent the whole message and gave no answer to its end: it may have taken
+    /// it. Sending it again could deliver it twice, so it is left to a person who checked.
+    #[error("{0}")]
+    Unconfirmed(String),
     /// The outbox could not be written.
     #[error("{context}: {source}")]
     Io {
@@ -102,7 +106,7 @@ impl MailError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Send(_) | Self::Io { .. } => true,
-            Self::Build(_) | Self::Rejected(_) => false,
+            Self::Build(_) | Self::Rejected(_) | Self::Unconfirmed(_) => false,
         }
     }
 }

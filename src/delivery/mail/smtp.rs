@@ -21,6 +21,10 @@
 //!   kept idle, and a task closes (`QUIT`) those idle for `IDLE_TIMEOUT` (60 s), exiting when
 //!   none is left. A message is never sent again automatically: a failed send is reported,
 //!   retryable or not, as before.
+//! - **The end of the data**: a message whose end (`\r\n.\r\n`) was sent and never answered
+//!   (a timeout, a closed connection) may have been taken; it is reported
+//!   [`MailError::Unconfirmed`], not retryable, where every earlier failure is judged by its
+//!   reply. That is why the transaction is driven step by step here (`transaction`).
 
 use std::fmt;
 use std::io;
@@ -32,7 +36,8 @@ use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 #[allow(deprecated)] // public in 0.11 (deprecated only as "not meant to be public"); needed for implicit TLS
 use lettre::transport::smtp::client::AsyncNetworkStream;
 use lettre::transport::smtp::client::{AsyncSmtpConnection, Certificate, TlsParameters};
-use lettre::transport::smtp::extension::ClientId;
+use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
+use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use serde::{Deserialize, Serialize};
 
 use super::stream::{TimedStream, TlsFirst, connect_tcp};
@@ -193,14 +198,28 @@ impl SmtpClient {
     /// one fails its `NOOP`. Never sends the message twice.
     async fn send(self: &Arc<Self>, envelope: &Envelope, email: &[u8]) -> Result<(), MailError> {
         let mut conn = self.checkout().await?;
-        let result = conn.send(envelope, email).await;
-        // lettre quits and closes the connection after an error inside the transaction (a refused
+        let result = transaction(&mut conn, envelope, email).await;
+        // The connection is quit and closed after an error inside the transaction (a refused
         // recipient, a broken connection); one that errs before it (say, 8BITMIME not offered)
         // is still good.
+        if result.is_err() && !matches!(result, Err(Failed::Unsupported(_))) {
+            conn.abort().await;
+        }
         if !conn.has_broken() {
             self.park(conn);
         }
-        result.map(drop).map_err(|e| self.classify(&e))
+        result.map_err(|failed| match failed {
+            Failed::Unsupported(why) => {
+                MailError::Rejected(format!("the SMTP server {} cannot take it: {why}", self.server))
+            }
+            Failed::Before(e) => self.classify(&e),
+            Failed::Unconfirmed(e) => MailError::Unconfirmed(format!(
+                "the SMTP server {} was sent the whole message but gave no answer to its end ({}); it may have \
+                 taken it, so it is not sent again automatically",
+                self.server,
+                detail(&e)
+            )),
+        })
     }
 
     /// The most recently used idle connection that still answers `NOOP`, else a new one.
@@ -399,6 +418,51 @@ impl SmtpClient {
             ));
         }
         MailError::Send(format!("talking to the SMTP server {server} failed ({}); it will be retried", detail(err)))
+    }
+}
+
+/// Where in a transaction it failed.
+enum Failed {
+    /// The server lacks an extension the message needs (lettre's checks before `MAIL`).
+    Unsupported(&'static str),
+    /// Before the end of the data was sent, or with the server's refusal of it (a status
+    /// reply): the server has not taken the message.
+    Before(lettre::transport::smtp::Error),
+    /// No answer to the end of the data (a timeout, a closed connection, a reply that does not
+    /// parse): the server may have taken the message.
+    Unconfirmed(lettre::transport::smtp::Error),
+}
+
+/// One mail transaction: `MAIL`, `RCPT` for each recipient, `DATA` and the content, as lettre's
+/// `AsyncSmtpConnection::send` does it, but telling where it failed. lettre's own send cannot say
+/// whether an error came before or after the server was sent the end of the data, which is
+/// where a message that was never answered may have been taken (RFC 1047): such a one must not
+/// be sent again blindly.
+async fn transaction(conn: &mut AsyncSmtpConnection, envelope: &Envelope, email: &[u8]) -> Result<(), Failed> {
+    let mut options = Vec::new();
+    let addresses = envelope.from().into_iter().chain(envelope.to());
+    if addresses.map(|a| a.as_ref()).any(|a: &str| !a.is_ascii()) {
+        if !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+            return Err(Failed::Unsupported("an address is not ASCII and the server does not offer SMTPUTF8"));
+        }
+        options.push(MailParameter::SmtpUtfEight);
+    }
+    if !email.is_ascii() {
+        if !conn.server_info().supports_feature(Extension::EightBitMime) {
+            return Err(Failed::Unsupported("the message is not ASCII and the server does not offer 8BITMIME"));
+        }
+        options.push(MailParameter::Body(MailBodyParameter::EightBitMime));
+    }
+    conn.command(Mail::new(envelope.from().cloned(), options)).await.map_err(Failed::Before)?;
+    for to in envelope.to() {
+        conn.command(Rcpt::new(to.clone(), Vec::new())).await.map_err(Failed::Before)?;
+    }
+    conn.command(Data).await.map_err(Failed::Before)?;
+    match conn.message(email).await {
+        Ok(_) => Ok(()),
+        // The server answered, and refused: it has not taken it.
+        Err(e) if e.status().is_some() => Err(Failed::Before(e)),
+        Err(e) => Err(Failed::Unconfirmed(e)),
     }
 }
 

@@ -70,8 +70,8 @@ async fn a_mail_cut_off_by_sigkill_is_never_sent_again_unless_a_person_asks() {
     assert_eq!(smtp.received().len(), 1);
     assert_eq!(deliveries(&p).await, pairs(&[("delivered", 1), ("uncertain", 1)]));
     p.run_async(["deliver", "--retry"]).await.success().stderr_is(
-        "1 uncertain delivery left alone: an attempt was cut off and may have arrived; check, then run \
-         `routines deliver --retry --uncertain` to send again\n",
+        "1 uncertain delivery left alone: an attempt was cut off or never answered and may have arrived; \
+         check, then run `routines deliver --retry --uncertain` to send again\n",
     );
     assert_eq!(smtp.received().len(), 1, "an uncertain mail was sent again unasked");
     assert_eq!(p.read("out/log.md"), "the report\n");
