@@ -233,6 +233,11 @@ impl Agent {
             max_tokens,
             require_tool: false,
         };
+        // A run another node took over makes no call more (`guard.rs`); its end is fenced.
+        if let Err(e) = self.hold_the_run().await {
+            tracing::warn!(what, error = %e, "A side call was not made.");
+            return None;
+        }
         let started = Instant::now();
         let result = self.provider.chat(&request).await;
         let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();

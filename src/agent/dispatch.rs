@@ -34,6 +34,7 @@ impl Agent {
         ledger: &mut CallLedger,
         tx: Option<&UnboundedSender<AgentEvent>>,
     ) -> Result<(String, ToolStatus), AgentError> {
+        self.hold_the_run().await?;
         let started = Instant::now();
         let args: Result<Value, String> = if call.arguments.trim().is_empty() {
             Ok(Value::Object(Default::default()))

@@ -99,6 +99,23 @@ pub trait EventSink: Send + Sync {
     fn record(&self, event: &RunEvent);
 }
 
+/// Whether the run is still this process's to carry on (SPEC §12: on a shared database another
+/// node takes over the runs of a node whose lease lapsed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It is: the next step may be taken.
+    Held,
+    /// Another process has it now (queued again, interrupted, or its own): no step more here.
+    Lost(String),
+    /// It cannot be told now (the database is out of reach): wait and ask again.
+    Unsure(String),
+}
+
+/// Asked before every step of a run that has side effects or costs: a model call, a tool call.
+pub trait RunGuard: Send + Sync {
+    fn standing(&self) -> Standing;
+}
+
 /// Totals of the last turn.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TurnStats {

@@ -15,6 +15,7 @@ mod dispatch;
 pub mod events;
 mod evidence;
 mod grounding;
+mod guard;
 mod history;
 mod hygiene;
 mod looked;
@@ -44,7 +45,8 @@ use crate::tools::{self, AgentFacts, Registry, Shell, Tool, ToolContext};
 
 pub use attach::{AttachError, Attachment};
 pub use code_check::{SilenceTask, Verdict};
-pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, ToolStatus, TurnStats};
+pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, RunGuard, Standing, ToolStatus, TurnStats};
+pub use guard::StoreGuard;
 pub use hygiene::BadReply;
 pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};
 pub use record::StoreRecorder;
@@ -84,6 +86,9 @@ pub enum AgentError {
     /// model was asked once more.
     #[error("the model gave no usable final answer: {}, also when asked once more", .0.describe())]
     NoAnswer(BadReply),
+    /// Another process has the run now; this one takes no step more.
+    #[error("{0}")]
+    Lost(String),
 }
 
 /// Retries of a read-only tool call after a transient failure, unless a routine sets
@@ -152,6 +157,8 @@ pub struct Agent {
     confirm: Option<ConfirmFn>,
     approvals: HashSet<String>,
     sink: Option<Arc<dyn EventSink>>,
+    /// Asked before each model and tool call (`guard.rs`).
+    guard: Option<Arc<dyn RunGuard>>,
     clock: Clock,
     last: TurnStats,
     /// The tool calls of the last completed turn.
@@ -188,6 +195,7 @@ impl Agent {
             confirm: None,
             approvals: HashSet::new(),
             sink: None,
+            guard: None,
             clock: Arc::new(Utc::now),
             last: TurnStats::default(),
             last_calls: Vec::new(),
@@ -282,6 +290,11 @@ impl Agent {
 
     pub fn set_event_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
         self.sink = sink;
+    }
+
+    /// Asked before every model call and tool call: a run another node took over stops.
+    pub fn set_run_guard(&mut self, guard: Option<Arc<dyn RunGuard>>) {
+        self.guard = guard;
     }
 
     pub fn set_clock(&mut self, clock: Clock) {

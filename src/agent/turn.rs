@@ -441,6 +441,7 @@ impl Agent {
         iteration: u32,
         tx: Option<&UnboundedSender<AgentEvent>>,
     ) -> Result<(ChatResponse, bool), AgentError> {
+        self.hold_the_run().await?;
         let started = Instant::now();
         // Text that may turn out to be a tool call written as JSON is held
         // back until it is clearly prose; the caller shows held text once

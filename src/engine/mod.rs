@@ -21,7 +21,9 @@ use chrono::Utc;
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::agent::{Agent, AgentError, AgentEvent, AgentSetup, ReplyCheck, StoreRecorder, TurnStats, shell_settings};
+use crate::agent::{
+    Agent, AgentError, AgentEvent, AgentSetup, ReplyCheck, StoreGuard, StoreRecorder, TurnStats, shell_settings,
+};
 use crate::config::routine_file::FirstCall;
 use crate::config::{Config, ProcessEnv};
 use crate::delivery::Deliverer;
@@ -256,6 +258,9 @@ impl Engine {
             agent.set_first_call(FirstCall::Auto);
         }
         agent.set_event_sink(Some(Arc::new(StoreRecorder { store: self.store.clone(), run_id })));
+        if self.store.is_shared() {
+            agent.set_run_guard(Some(Arc::new(StoreGuard { store: self.store.clone(), run_id })));
+        }
         agent.set_progress(progress);
         // Images are found and checked before any model call; a problem fails the run.
         if !routine.spec.attach.is_empty() {

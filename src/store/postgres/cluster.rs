@@ -447,9 +447,27 @@ mod tests {
             .unwrap_err();
         assert!(matches!(late, StoreError::TakenOver(id) if id == a1), "{late}");
         assert_eq!(store.get_run(a1).unwrap().unwrap().status, RunStatus::Interrupted);
+        // Nor are the events it goes on making (a tool call it finished meanwhile).
+        let event = || super::super::OwnedEvent {
+            kind: "tool_call",
+            tool: Some("shell".into()),
+            status: "success".into(),
+            arguments: None,
+            detail: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            duration_ms: 1,
+        };
+        let late = store.postgres().unwrap().record_event(a1, event(), Some(1)).unwrap_err();
+        assert!(matches!(late, StoreError::TakenOver(id) if id == a1), "{late}");
+        assert!(store.run_events(a1).unwrap().is_empty());
         assert_eq!(store.postgres().unwrap().taken_over(1, vec![a1, a2]).unwrap(), Vec::<i64>::new());
         store.postgres().unwrap().start_run(a2, Some(2)).unwrap();
         assert_eq!(store.postgres().unwrap().taken_over(1, vec![a2]).unwrap(), [a2]);
+        // Node 2 now runs it: node 1 records nothing in it, node 2 does.
+        let late = store.postgres().unwrap().record_event(a2, event(), Some(1)).unwrap_err();
+        assert!(matches!(late, StoreError::TakenOver(id) if id == a2), "{late}");
+        assert_eq!(store.postgres().unwrap().record_event(a2, event(), Some(2)).unwrap(), 1);
     }
 
     #[test]

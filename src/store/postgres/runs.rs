@@ -152,6 +152,19 @@ impl Pg {
         })
     }
 
+    /// Whether run `id` is running as `owner`'s; `RunNotFound` when there is no such run.
+    pub(crate) fn still_mine(&self, id: i64, owner: Option<i64>) -> Result<bool, StoreError> {
+        self.call(move |c| async move {
+            let row = c
+                .query_opt(
+                    "SELECT status = 'running' AND (owner IS NULL OR owner = $2) FROM runs WHERE id = $1",
+                    &[&id, &owner],
+                )
+                .await?;
+            row.map(|r| r.try_get(0)).transpose()?.ok_or(StoreError::RunNotFound(id))
+        })
+    }
+
     pub(crate) fn finish_run(&self, id: i64, end: OwnedEnd) -> Result<u64, StoreError> {
         self.call(move |c| async move { write_end(&c, id, &end, Fence::Open).await })
     }
@@ -165,11 +178,21 @@ impl Pg {
 
     /// Appends an event; the run's row is locked while its next `seq` is taken, so concurrent
     /// writers of one run never get the same number.
-    pub(crate) fn record_event(&self, run_id: i64, event: OwnedEvent) -> Result<i64, StoreError> {
+    /// Appends an event to run `run_id`, fenced like `end_run` when `owner` is set: a node
+    /// whose run another node took over (queued again, interrupted, or owned by that node)
+    /// records nothing more in it.
+    pub(crate) fn record_event(&self, run_id: i64, event: OwnedEvent, owner: Option<i64>) -> Result<i64, StoreError> {
         self.call(move |mut c| async move {
             let tx = c.transaction().await?;
-            if tx.query_opt("SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", &[&run_id]).await?.is_none() {
+            let Some(run) = tx.query_opt("SELECT status, owner FROM runs WHERE id = $1 FOR UPDATE", &[&run_id]).await?
+            else {
                 return Err(StoreError::RunNotFound(run_id));
+            };
+            let (status, holder): (String, Option<i64>) = (run.try_get(0)?, run.try_get(1)?);
+            if owner.is_some()
+                && (holder.is_some_and(|h| Some(h) != owner) || matches!(status.as_str(), "queued" | "interrupted"))
+            {
+                return Err(StoreError::TakenOver(run_id));
             }
             let result = tx
                 .query_one(

@@ -285,6 +285,16 @@ impl Store {
         }
     }
 
+    /// Whether run `id` is still running as this process's. On a shared database another node
+    /// takes over the runs of a node whose lease lapsed (SPEC §12), and asks the database; a
+    /// private one has no other process that could, and is not asked.
+    pub fn still_mine(&self, id: i64) -> Result<bool, StoreError> {
+        match self.postgres() {
+            Some(pg) => pg.still_mine(id, self.owner_id()),
+            None => Ok(true),
+        }
+    }
+
     /// Marks a run `running`, owned by this process, and stamps `started_at` with now. (A
     /// queued fire the daemon adopted still names the process that queued it until then.)
     pub fn start_run(&self, id: i64) -> Result<(), StoreError> {
@@ -374,7 +384,7 @@ impl Store {
                 completion_tokens: event.completion_tokens.map(to_db_int),
                 duration_ms: to_db_int(event.duration_ms),
             };
-            return pg.record_event(run_id, event);
+            return pg.record_event(run_id, event, self.owner_id());
         }
         let result = self.with_conn(|c| {
             c.query_row(

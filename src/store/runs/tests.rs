@@ -155,6 +155,9 @@ fn events_get_sequential_seq_per_run() {
     each_backend(|_kind, _dir, store| {
         let a = store.create_run(&routine_run("a", None)).unwrap();
         let b = store.create_run(&routine_run("b", None)).unwrap();
+        // Events are a running run's (on PostgreSQL, of the node that runs it).
+        store.start_run(a).unwrap();
+        store.start_run(b).unwrap();
         let call = NewEvent {
             kind: EventKind::ToolCall,
             tool: Some("web_fetch"),
@@ -209,6 +212,7 @@ fn events_get_sequential_seq_per_run() {
 fn deleting_a_run_cascades_to_its_events() {
     each_backend(|_kind, _dir, store| {
         let id = store.create_run(&routine_run("a", None)).unwrap();
+        store.start_run(id).unwrap();
         let note = NewEvent {
             kind: EventKind::Note,
             tool: None,

@@ -5,6 +5,7 @@ mod cluster;
 mod cut_off;
 mod database;
 mod deliveries;
+mod frozen;
 mod full_disk;
 mod held;
 mod overlap;
