@@ -232,6 +232,32 @@ impl PgServer {
         self.wait_ready()
     }
 
+    /// Turns TLS on with this certificate and key (PEM files), and makes every TCP connection
+    /// use it (`hostssl` in `pg_hba.conf`; a plain one is refused); restarts the server.
+    pub fn require_tls(&self, cert: &Path, key: &Path) -> Result<(), PgSetupError> {
+        let user = server_user()?;
+        let data = self.dir.join("data");
+        for (from, to) in [(cert, "server.crt"), (key, "server.key")] {
+            std::fs::copy(from, data.join(to)).map_err(io(format!("copy {}", from.display())))?;
+            chown(&data.join(to), user)?;
+        }
+        std::fs::set_permissions(data.join("server.key"), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .map_err(io("chmod server.key"))?;
+        let conf = data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).map_err(io("read postgresql.conf"))?;
+        text.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(&conf, text).map_err(io("write postgresql.conf"))?;
+        let hba = data.join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).map_err(io("read pg_hba.conf"))?;
+        let rules: Vec<String> = rules
+            .lines()
+            .map(|l| l.strip_prefix("host ").map_or_else(|| l.to_string(), |rest| format!("hostssl {rest}")))
+            .collect();
+        std::fs::write(&hba, rules.join("\n") + "\n").map_err(io("write pg_hba.conf"))?;
+        self.stop_child();
+        self.start_again()
+    }
+
     /// A new empty database; returns its URL.
     pub fn database(&self) -> Result<String, PgSetupError> {
         let name = format!("t{}", self.next_db.fetch_add(1, Ordering::Relaxed));

@@ -19,13 +19,13 @@ mod rows;
 mod runs;
 mod schedule;
 mod status;
+mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 use super::{DatabaseUrl, StoreError};
@@ -63,10 +63,12 @@ impl Pg {
     /// Starts the pool's runtime thread and checks that the database answers. Nothing here
     /// logs or returns the password (see [`DatabaseUrl`]).
     pub fn connect(url: &DatabaseUrl) -> Result<Pg, StoreError> {
-        let config: tokio_postgres::Config = url.expose().parse().map_err(|e: tokio_postgres::Error| {
-            StoreError::BadPostgresUrl { url: url.to_string(), why: url.scrub(&e.to_string()) }
-        })?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let bad = |why: String| StoreError::BadPostgresUrl { url: url.to_string(), why: url.scrub(&why) };
+        let (plain, tls) = tls::split(url.expose()).map_err(bad)?;
+        let config: tokio_postgres::Config = plain.parse().map_err(|e: tokio_postgres::Error| bad(e.to_string()))?;
+        let connector = tls::connector(&tls).map_err(bad)?;
+        let manager =
+            Manager::from_config(config, connector, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(Runtime::Tokio1)
@@ -191,7 +193,23 @@ fn spawn_runtime() -> std::io::Result<(tokio::runtime::Handle, tokio::sync::ones
 fn pool_error(url: &DatabaseUrl, e: PoolError) -> StoreError {
     match e {
         PoolError::Backend(e) if e.as_db_error().is_some() => StoreError::Postgres(e),
-        other => StoreError::PostgresUnavailable { url: url.to_string(), why: url.scrub(&other.to_string()) },
+        other => {
+            // The causes too: "error performing TLS handshake" says nothing without "invalid
+            // peer certificate: UnknownIssuer".
+            let mut why = other.to_string();
+            let mut source = std::error::Error::source(&other);
+            while let Some(cause) = source {
+                let text = cause.to_string();
+                if !why.contains(&text) {
+                    why = format!("{why}: {text}");
+                }
+                source = cause.source();
+            }
+            if why.contains("TLS handshake") {
+                why.push_str(" (check sslmode and sslrootcert in the URL)");
+            }
+            StoreError::PostgresUnavailable { url: url.to_string(), why: url.scrub(&why) }
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod delivery;
 mod history;
 mod listing;
 mod postgres;
+mod postgres_tls;
 mod run;
 
 use chrono::{DateTime, FixedOffset};
