@@ -28,7 +28,13 @@ impl Agent {
         let mut wait = FIRST_WAIT;
         let mut told = false;
         loop {
-            match guard.standing() {
+            // The store's calls block their thread (up to the pool's wait while the database is
+            // away): not one of the runtime's few workers, which serve the webhooks and health.
+            let asked = guard.clone();
+            let standing = tokio::task::spawn_blocking(move || asked.standing())
+                .await
+                .unwrap_or_else(|e| Standing::Unsure(format!("the check of the run failed: {e}")));
+            match standing {
                 Standing::Held => return Ok(()),
                 Standing::Lost(why) => return Err(AgentError::Lost(why)),
                 Standing::Unsure(why) => {
