@@ -20,6 +20,7 @@ mod history;
 mod hygiene;
 mod looked;
 mod named;
+mod payload;
 pub mod prompt;
 mod record;
 mod reply;
@@ -159,6 +160,9 @@ pub struct Agent {
     sink: Option<Arc<dyn EventSink>>,
     /// Asked before each model and tool call (`guard.rs`).
     guard: Option<Arc<dyn RunGuard>>,
+    /// A routine turn whose prompt carries a webhook's data is first asked the answer from it
+    /// (`payload.rs`).
+    from_payload: bool,
     clock: Clock,
     last: TurnStats,
     /// The tool calls of the last completed turn.
@@ -196,6 +200,7 @@ impl Agent {
             approvals: HashSet::new(),
             sink: None,
             guard: None,
+            from_payload: false,
             clock: Arc::new(Utc::now),
             last: TurnStats::default(),
             last_calls: Vec::new(),
@@ -290,6 +295,13 @@ impl Agent {
 
     pub fn set_event_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
         self.sink = sink;
+    }
+
+    /// Asks the first request of a routine turn for the answer from the webhook data fenced in
+    /// its prompt, where the task's own words need no tool (`payload.rs`). For a routine that
+    /// lists no tools and runs no commands: the engine decides.
+    pub fn set_answer_from_payload(&mut self, on: bool) {
+        self.from_payload = on;
     }
 
     /// Asked before every model call and tool call: a run another node took over stops.

@@ -11,8 +11,8 @@ use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::evidence;
 use super::grounding::{self, FirstCallRule};
 use super::hygiene::{self, BadReply, Verdict};
-use super::named;
 use super::{Agent, AgentError, history};
+use super::{named, payload};
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{
     ChatRequest, ChatResponse, LlmError, Message, Role, StreamDelta, ToolCall, ToolSpec, json_calls, repetition,
@@ -78,14 +78,14 @@ impl Agent {
         let mut look_again = false;
         for iteration in 1..=self.opts.max_iterations {
             let offered = self.offered(&specs, &spent);
+            let now = system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default();
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
-                evidence::messages(
-                    message,
-                    &calls_made,
-                    lang,
-                    system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default(),
-                    &remembered,
-                )
+                evidence::messages(message, &calls_made, lang, now, &remembered).map(|m| {
+                    (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
+                })
+            } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
+                payload::messages(message, lang, now, &remembered, &routine.name, routine.silent_token.as_deref())
+                    .map(|m| (m, ("answer_from_payload", "asked for the answer from the webhook data in the prompt")))
             } else {
                 None
             };
@@ -93,8 +93,8 @@ impl Agent {
             let offer_tools = ledger.repeats < 2 && !withhold && !offered.is_empty() && evidence.is_none();
             let answers_evidence = evidence.is_some();
             let mut request = self.request(&system, &turn, offer_tools, &offered);
-            if let Some(messages) = evidence {
-                self.note("answer_from_evidence", "asked for the final answer from the task and the tool results");
+            if let Some((messages, (kind, note))) = evidence {
+                self.note(kind, note);
                 request.messages = messages;
                 pending = None;
             }

@@ -256,6 +256,11 @@ impl Engine {
         // wrote made-up notes, then summarized worse). Unless the routine asks for it.
         if routine.spec.agent.first_call.is_none() && crate::routine::context::carries_webhook_data(&ctx, &prompt) {
             agent.set_first_call(FirstCall::Auto);
+            // A routine given no tools and no commands to run is first asked the answer from
+            // the data itself, where its task needs no tool (`agent/payload.rs`).
+            agent.set_answer_from_payload(
+                routine.spec.agent.tools.is_none() && routine.spec.agent.allow_commands.is_empty(),
+            );
         }
         agent.set_event_sink(Some(Arc::new(StoreRecorder { store: self.store.clone(), run_id })));
         if self.store.is_shared() {

@@ -10,6 +10,7 @@ mod held;
 mod hygiene;
 mod looked;
 mod named;
+mod payload;
 mod retries;
 mod runs;
 
