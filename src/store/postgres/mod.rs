@@ -89,7 +89,18 @@ impl Pg {
                 _stop: stop,
             }),
         };
-        pg.ping()?;
+        // The server's refusal at the start (no `pg_hba.conf` entry, a wrong password, no such
+        // database) is why the database cannot be reached, said as such with its hint.
+        pg.ping().map_err(|e| match e {
+            StoreError::Postgres(e) => match e.as_db_error() {
+                Some(db) => StoreError::PostgresUnavailable {
+                    url: url.to_string(),
+                    why: url.scrub(&format!("the server refused: {} {}", db.severity(), db.message())),
+                },
+                None => StoreError::Postgres(e),
+            },
+            other => other,
+        })?;
         Ok(pg)
     }
 

@@ -31,7 +31,10 @@ async fn the_store_reaches_a_tls_only_server_as_sslmode_says_and_checks_its_cert
 
     // Without TLS the server refuses.
     let o = run("?sslmode=disable".into()).await;
-    o.code(1).stderr_has("no pg_hba.conf entry").stderr_has("no encryption");
+    o.code(1)
+        .stderr_has("cannot reach the PostgreSQL database")
+        .stderr_has("the server refused: FATAL no pg_hba.conf entry")
+        .stderr_has("no encryption");
 
     // By default (prefer) the connection is encrypted; the certificate is not checked.
     run(String::new()).await.success().stdout_is("one\n");
