@@ -64,9 +64,9 @@ impl Pg {
     /// logs or returns the password (see [`DatabaseUrl`]).
     pub fn connect(url: &DatabaseUrl) -> Result<Pg, StoreError> {
         let bad = |why: String| StoreError::BadPostgresUrl { url: url.to_string(), why: url.scrub(&why) };
-        let (plain, tls) = tls::split(url.expose()).map_err(bad)?;
+        let (plain, tls) = tls::split(url.expose()).map_err(|e| bad(e.to_string()))?;
         let config: tokio_postgres::Config = plain.parse().map_err(|e: tokio_postgres::Error| bad(e.to_string()))?;
-        let connector = tls::connector(&tls).map_err(bad)?;
+        let connector = tls::connector(&tls).map_err(|e| bad(e.to_string()))?;
         let manager =
             Manager::from_config(config, connector, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)

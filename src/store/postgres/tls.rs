@@ -28,6 +28,35 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+/// Why the URL's TLS options cannot be used. It becomes the `why` of
+/// `StoreError::BadPostgresUrl` (exit code 1, with the hint to check the URL's options).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TlsError {
+    #[error("sslmode `{0}` is not one of disable, allow, prefer, require, verify-ca, verify-full")]
+    UnknownMode(String),
+    #[error("sslrootcert: cannot read {}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: rustls::pki_types::pem::Error,
+    },
+    #[error("sslrootcert: {} holds no PEM certificate", path.display())]
+    NoCertificate { path: PathBuf },
+    #[error("sslrootcert: {}: {source}", path.display())]
+    BadCertificate {
+        path: PathBuf,
+        #[source]
+        source: rustls::Error,
+    },
+    #[error(
+        "no system root certificates were found to check the server's certificate; set sslrootcert to the CA \
+         certificate of the server"
+    )]
+    NoSystemRoots,
+    #[error("TLS could not be set up: {0}")]
+    Setup(String),
+}
+
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Mode {
@@ -48,7 +77,7 @@ pub(super) struct Tls {
 
 /// The URL for tokio-postgres (its `sslmode` one it knows, no `sslrootcert`) and the TLS options
 /// it had; `Err` says what is wrong with them.
-pub(super) fn split(url: &str) -> Result<(String, Tls), String> {
+pub(super) fn split(url: &str) -> Result<(String, Tls), TlsError> {
     let mut tls = Tls { mode: Mode::Prefer, root_cert: None };
     let Some((base, query)) = url.split_once('?') else { return Ok((url.to_string(), tls)) };
     let mut kept = Vec::new();
@@ -63,11 +92,7 @@ pub(super) fn split(url: &str) -> Result<(String, Tls), String> {
                     "require" => Mode::Require,
                     "verify-ca" => Mode::VerifyCa,
                     "verify-full" => Mode::VerifyFull,
-                    other => {
-                        return Err(format!(
-                            "sslmode `{other}` is not one of disable, allow, prefer, require, verify-ca, verify-full"
-                        ));
-                    }
+                    other => return Err(TlsError::UnknownMode(other.to_string())),
                 };
             }
             "sslrootcert" => tls.root_cert = Some(PathBuf::from(decode(value))),
@@ -105,7 +130,7 @@ fn decode(value: &str) -> String {
 }
 
 /// The connector for `tls`; `Err` says why it cannot be made (an unreadable `sslrootcert`).
-pub(super) fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
+pub(super) fn connector(tls: &Tls) -> Result<MakeRustlsConnect, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match (tls.mode, &tls.root_cert) {
         (Mode::Disable | Mode::Allow | Mode::Prefer | Mode::Require, None) => {
@@ -116,7 +141,7 @@ pub(super) fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
     };
     let config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS could not be set up: {e}"))?
+        .map_err(|e| TlsError::Setup(e.to_string()))?
         .dangerous()
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
@@ -124,37 +149,35 @@ pub(super) fn connector(tls: &Tls) -> Result<MakeRustlsConnect, String> {
 }
 
 /// The certificates of `sslrootcert`, or the system's roots.
-fn roots(file: Option<&PathBuf>) -> Result<RootCertStore, String> {
+fn roots(file: Option<&PathBuf>) -> Result<RootCertStore, TlsError> {
     let mut store = RootCertStore::empty();
     match file {
         Some(path) => {
             let certs = CertificateDer::pem_file_iter(path)
                 .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("sslrootcert: cannot read {}: {e}", path.display()))?;
+                .map_err(|source| TlsError::Unreadable { path: path.clone(), source })?;
             if certs.is_empty() {
-                return Err(format!("sslrootcert: {} holds no PEM certificate", path.display()));
+                return Err(TlsError::NoCertificate { path: path.clone() });
             }
             for cert in certs {
-                store.add(cert).map_err(|e| format!("sslrootcert: {}: {e}", path.display()))?;
+                store.add(cert).map_err(|source| TlsError::BadCertificate { path: path.clone(), source })?;
             }
         }
         None => {
             let found = rustls_native_certs::load_native_certs();
             store.add_parsable_certificates(found.certs);
             if store.is_empty() {
-                return Err("no system root certificates were found to check the server's certificate; set \
-                            sslrootcert to the CA certificate of the server"
-                    .into());
+                return Err(TlsError::NoSystemRoots);
             }
         }
     }
     Ok(store)
 }
 
-fn webpki(roots: RootCertStore, provider: &Arc<CryptoProvider>) -> Result<Arc<WebPkiServerVerifier>, String> {
+fn webpki(roots: RootCertStore, provider: &Arc<CryptoProvider>) -> Result<Arc<WebPkiServerVerifier>, TlsError> {
     WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| format!("TLS could not be set up: {e}"))
+        .map_err(|e| TlsError::Setup(e.to_string()))
 }
 
 /// `prefer` and `require` without a root certificate: the connection is encrypted, the server
@@ -267,7 +290,7 @@ mod tests {
             let (url, tls) = split(&format!("postgres://db/x?sslmode={given}")).unwrap();
             assert_eq!((url, tls.mode), (format!("postgres://db/x?sslmode={passed}"), mode));
         }
-        let err = split("postgres://db/x?sslmode=verify_full").unwrap_err();
+        let err = split("postgres://db/x?sslmode=verify_full").unwrap_err().to_string();
         assert!(err.contains("`verify_full`") && err.contains("verify-full"), "{err}");
     }
 
@@ -277,10 +300,14 @@ mod tests {
         let missing = dir.path().join("nope.pem");
         let tls = |root: &std::path::Path| Tls { mode: Mode::VerifyFull, root_cert: Some(root.to_path_buf()) };
         let err = connector(&tls(&missing)).err().unwrap();
+        assert!(matches!(err, TlsError::Unreadable { .. }), "{err}");
+        let err = err.to_string();
         assert!(err.starts_with("sslrootcert: cannot read ") && err.contains("nope.pem"), "{err}");
         let empty = dir.path().join("empty.pem");
         std::fs::write(&empty, "not a certificate\n").unwrap();
         let err = connector(&tls(&empty)).err().unwrap();
+        assert!(matches!(err, TlsError::NoCertificate { .. }), "{err}");
+        let err = err.to_string();
         assert!(err.contains("holds no PEM certificate"), "{err}");
     }
 }
