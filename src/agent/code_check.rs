@@ -22,23 +22,18 @@
 //! silence into a report the model is then asked to write from the tool results, never a
 //! report into silence.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::Agent;
 use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
+use super::{Agent, python};
 use crate::llm::{ChatRequest, Message};
 
 /// The program that runs the model's function: limits first, then the function on the data,
 /// then one line with the verdict and the strings the function returned. The model's code runs
 /// in the same interpreter and could print a verdict of its own; that only keeps a silence the
 /// model chose anyway, or picks which lines of the results the report is asked from.
-const HARNESS: &str = r#"import json, resource, sys
-for which, value in ((resource.RLIMIT_AS, 1 << 30), (resource.RLIMIT_CPU, 5), (resource.RLIMIT_FSIZE, 1 << 20)):
-    hard = resource.getrlimit(which)[1]
-    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-    resource.setrlimit(which, (value, value))
+const HARNESS: &str = r#"import json, sys
 with open(sys.argv[1], encoding="utf-8") as f:
     source = f.read()
 with open(sys.argv[2], encoding="utf-8") as f:
@@ -161,9 +156,6 @@ impl Agent {
         if calls.is_empty() {
             return Verdict::Unknown("no tool returned anything".into());
         }
-        let Some(python) = python() else {
-            return Verdict::Unknown("no python3 in /usr/local/bin, /usr/bin or /bin".into());
-        };
         let data: String = calls.iter().map(|c| content(c)).collect::<Vec<_>>().join("\n");
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let messages = code_request(task, &calls, &data);
@@ -171,10 +163,10 @@ impl Agent {
             Some(reply) => reply,
             None => return Verdict::Unknown("the model call failed or said nothing".into()),
         };
-        let Some(code) = code_of(&reply) else {
+        let Some(code) = python::code_of(&reply, "findings") else {
             return Verdict::Unknown("the reply held no `findings` function".into());
         };
-        match run(&python, &code, &data, &self.opts.shell).await {
+        match run(&code, &data, &self.opts.shell).await {
             Verdict::Found(strings) => in_data(strings, &data),
             other => other,
         }
@@ -388,51 +380,12 @@ fn code_request(task: &SilenceTask, calls: &[&CallRecord], data: &str) -> Vec<Me
     ]
 }
 
-/// The code of a reply: its first fenced block, or the whole reply; `None` without a
-/// `findings` function.
-fn code_of(reply: &str) -> Option<String> {
-    let code = match reply.split_once("```") {
-        Some((_, rest)) => {
-            let body = rest.split_once('\n').map_or("", |(_, b)| b);
-            body.split_once("```").map_or(body, |(b, _)| b)
-        }
-        None => reply,
-    };
-    code.contains("def findings").then(|| code.to_string())
-}
-
-/// `python3` in the shell's PATH, where the sandbox finds the same file.
-fn python() -> Option<PathBuf> {
-    ["/usr/local/bin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join("python3")).find(|p| p.is_file())
-}
-
-/// Runs `code` on `data` with the harness in a fresh scratch folder, contained.
-async fn run(python: &Path, code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Verdict {
-    let scratch = match tempfile::Builder::new().prefix("routines-check-").tempdir() {
-        Ok(dir) => dir,
-        Err(e) => return Verdict::Unknown(format!("cannot make a scratch folder: {e}")),
-    };
-    let dir = scratch.path();
-    for (name, text) in [("harness.py", HARNESS), ("check.py", code), ("data.txt", data)] {
-        if let Err(e) = std::fs::write(dir.join(name), text) {
-            return Verdict::Unknown(format!("cannot write {name}: {e}"));
-        }
-    }
-    let at = |name: &str| dir.join(name).display().to_string();
-    let argv =
-        vec![python.display().to_string(), "-I".into(), "-B".into(), at("harness.py"), at("check.py"), at("data.txt")];
-    let env = vec![
-        ("PATH".to_string(), "/usr/local/bin:/usr/bin:/bin".to_string()),
-        ("LANG".to_string(), "C.UTF-8".to_string()),
-        ("HOME".to_string(), dir.display().to_string()),
-    ];
-    let Some(result) = crate::tools::run_contained(&argv, dir, env, TIMEOUT, shell).await else {
-        return Verdict::Unknown("no OS sandbox is set up to run it in".into());
-    };
-    match result {
-        Ok(out) if out.timed_out => Verdict::Unknown(format!("it ran past {} s", TIMEOUT.as_secs())),
+/// Runs `code` on `data` with the harness, contained (`python.rs`).
+async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Verdict {
+    let harness = format!("{}{HARNESS}", python::LIMITS);
+    match python::run(&harness, code, data, TIMEOUT, shell).await {
         Ok(out) => verdict_of(&out.output, out.code),
-        Err(e) => Verdict::Unknown(format!("it could not run: {e}")),
+        Err(why) => Verdict::Unknown(why),
     }
 }
 
@@ -449,13 +402,7 @@ fn verdict_of(output: &str, code: Option<i32>) -> Verdict {
             return if line.found { Verdict::Found(line.strings) } else { Verdict::Nothing };
         }
     }
-    let why: String = last.chars().take(200).collect();
-    Verdict::Unknown(match code {
-        // bubblewrap exits 128 + the signal that ended the program: the CPU or memory limit.
-        Some(c) if c > 128 => format!("it was killed by signal {} (a limit of CPU time or memory)", c - 128),
-        Some(c) => format!("it exited {c}: {why}"),
-        None => format!("it was killed: {why}"),
-    })
+    Verdict::Unknown(python::failure(last, code))
 }
 
 #[cfg(test)]

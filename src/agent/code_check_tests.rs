@@ -24,10 +24,13 @@ fn the_task_loses_the_sentences_that_name_the_token() {
 #[test]
 fn the_code_is_the_fenced_block_or_the_whole_reply_and_needs_the_function() {
     let fenced = "Here:\n```python\ndef findings(output):\n    return []\n```\nDone.";
-    assert_eq!(code_of(fenced).as_deref(), Some("def findings(output):\n    return []\n"));
-    assert_eq!(code_of("def findings(o):\n    return [1]").as_deref(), Some("def findings(o):\n    return [1]"));
-    assert_eq!(code_of("```python\ndef check(o):\n    return []\n```"), None);
-    assert_eq!(code_of("NO_REPLY"), None);
+    assert_eq!(python::code_of(fenced, "findings").as_deref(), Some("def findings(output):\n    return []\n"));
+    assert_eq!(
+        python::code_of("def findings(o):\n    return [1]", "findings").as_deref(),
+        Some("def findings(o):\n    return [1]")
+    );
+    assert_eq!(python::code_of("```python\ndef check(o):\n    return []\n```", "findings"), None);
+    assert_eq!(python::code_of("NO_REPLY", "findings"), None);
 }
 
 #[test]

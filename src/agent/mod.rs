@@ -22,6 +22,7 @@ mod looked;
 mod named;
 mod payload;
 pub mod prompt;
+mod python;
 mod record;
 mod reply;
 mod setup;
