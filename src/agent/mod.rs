@@ -18,6 +18,7 @@ mod grounding;
 mod guard;
 mod history;
 mod hygiene;
+mod items;
 mod looked;
 mod named;
 mod payload;

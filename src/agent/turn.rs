@@ -76,6 +76,11 @@ impl Agent {
         // The next request requires a tool call (a failed look sent back must be looked again;
         // a held write must be followed by the read).
         let mut look_again = false;
+        // A webhook's list, only the items the task asks about (`items.rs`).
+        let filtered = match (&self.routine, self.from_payload) {
+            (Some(_), true) if payload::applies(message) => self.filter_items(message, &mut stats).await,
+            _ => None,
+        };
         for iteration in 1..=self.opts.max_iterations {
             let offered = self.offered(&specs, &spent);
             let now = system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default();
@@ -84,7 +89,9 @@ impl Agent {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
-                payload::messages(message, lang, now, &remembered, &routine.name, routine.silent_token.as_deref())
+                let (task, note) =
+                    filtered.as_ref().map_or((message, None), |f| (f.task.as_str(), Some(f.note.as_str())));
+                payload::messages(task, note, lang, now, &remembered, &routine.name, routine.silent_token.as_deref())
                     .map(|m| (m, ("answer_from_payload", "asked for the answer from the webhook data in the prompt")))
             } else {
                 None
@@ -92,6 +99,7 @@ impl Agent {
             // After a second identical call, or when only an answer will do, the model must answer.
             let offer_tools = ledger.repeats < 2 && !withhold && !offered.is_empty() && evidence.is_none();
             let answers_evidence = evidence.is_some();
+            let answers_payload = evidence.as_ref().is_some_and(|(_, (kind, _))| *kind == "answer_from_payload");
             let mut request = self.request(&system, &turn, offer_tools, &offered);
             if let Some((messages, (kind, note))) = evidence {
                 self.note(kind, note);
@@ -124,7 +132,8 @@ impl Agent {
                 other => other?,
             };
             standing = None;
-            stats.iterations = iteration;
+            // Plus the calls beside the turn (the filter of a webhook's list).
+            stats.iterations += 1;
             stats.prompt_tokens += response.usage.prompt_tokens;
             stats.completion_tokens += response.usage.completion_tokens;
             // Kept as it grows: a turn that fails later still reports what it used.
@@ -133,7 +142,13 @@ impl Agent {
             let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
-                content = evidence::answer_of(&content).to_string();
+                let answer = evidence::answer_of(&content).to_string();
+                content = match (&filtered, answers_payload) {
+                    (Some(filtered), true) if !answer.trim().is_empty() => {
+                        self.cover_items(filtered, &request.messages, &content, answer, &mut stats).await
+                    }
+                    _ => answer,
+                };
             }
             let mut answer = None;
             if calls.is_empty() {
@@ -526,7 +541,7 @@ impl Agent {
         }
     }
 
-    fn note(&self, kind: &'static str, detail: &str) {
+    pub(super) fn note(&self, kind: &'static str, detail: &str) {
         self.record(RunEvent::Note { kind, detail: detail.to_string() });
     }
 

@@ -8,6 +8,7 @@ mod failures;
 mod first_call;
 mod held;
 mod hygiene;
+mod items;
 mod looked;
 mod named;
 mod payload;
@@ -77,3 +78,21 @@ const ROUTINE_SECTIONS: [&str; 8] = [
     "## Language",
     "## Routine execution",
 ];
+
+/// Posts `body` to the daemon's webhook `path` on `port` and waits for that run of `routine`
+/// to succeed; the run's row of `history`.
+async fn webhook_run(p: &crate::common::Routines, port: u16, path: &str, body: &str, routine: &str) -> Value {
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let answer = c.post(format!("http://127.0.0.1:{port}{path}")).body(body.to_string()).send().await.unwrap();
+    assert_eq!(answer.status(), 202);
+    let id = answer.json::<Value>().await.unwrap()["run_id"].as_i64().unwrap();
+    let wait = std::time::Duration::from_secs(20);
+    let done = crate::common::wait::poll(wait, std::time::Duration::from_millis(50), async || {
+        p.history(&[routine]).await.into_iter().find(|r| r["run_id"] == id && r["status"] == "succeeded")
+    })
+    .await;
+    match done {
+        Some(run) => run,
+        None => panic!("the run of {routine} did not succeed: {:?}", p.history(&[routine]).await),
+    }
+}

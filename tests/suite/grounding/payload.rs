@@ -3,11 +3,9 @@
 //! tools, the task as rendered (its data fenced). A task that names a file, or a routine that
 //! lists its tools, runs the usual turn. Through a real daemon and real webhooks.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
-use super::{ROUTINE_SECTIONS, tool_names};
+use super::{ROUTINE_SECTIONS, tool_names, webhook_run};
 use crate::common::mock_llm::{MockLlm, text};
 use crate::common::{Routines, content};
 
@@ -32,22 +30,8 @@ async fn a_webhook_task_about_its_data_alone_is_answered_from_the_data_without_t
         .write("routines/recall.yaml", &hook("/hooks/recall", "Were they firing the last time too?", ""));
     let daemon = p.command(["daemon"]).spawn().await;
     daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
-    let c = reqwest::Client::builder().no_proxy().build().unwrap();
     let body = r#"{"alerts":[{"name":"DiskAlmostFull","status":"firing"},{"name":"HighLatency","status":"resolved"}]}"#;
-    let fire = async |path: &str, name: &str| {
-        let url = format!("http://127.0.0.1:{port}{path}");
-        let answer = c.post(&url).body(body).send().await.unwrap();
-        assert_eq!(answer.status(), 202);
-        let id = answer.json::<Value>().await.unwrap()["run_id"].as_i64().unwrap();
-        let done = crate::common::wait::poll(Duration::from_secs(20), Duration::from_millis(50), async || {
-            p.history(&[name]).await.into_iter().find(|r| r["run_id"] == id && r["status"] == "succeeded")
-        })
-        .await;
-        match done {
-            Some(run) => run,
-            None => panic!("the run of {name} did not succeed: {:?}", p.history(&[name]).await),
-        }
-    };
+    let fire = async |path: &str, name: &str| webhook_run(&p, port, path, body, name).await;
 
     mock.push(text("ANSWER: DiskAlmostFull"));
     let run = fire("/hooks/alerts", "alerts").await;
