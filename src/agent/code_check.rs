@@ -385,7 +385,7 @@ async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Ver
     let harness = format!("{}{HARNESS}", python::LIMITS);
     match python::run(&harness, code, data, TIMEOUT, shell).await {
         Ok(out) => verdict_of(&out.output, out.code),
-        Err(why) => Verdict::Unknown(why),
+        Err(why) => Verdict::Unknown(why.to_string()),
     }
 }
 
@@ -402,7 +402,7 @@ fn verdict_of(output: &str, code: Option<i32>) -> Verdict {
             return if line.found { Verdict::Found(line.strings) } else { Verdict::Nothing };
         }
     }
-    Verdict::Unknown(python::failure(last, code))
+    Verdict::Unknown(python::failure(last, code).to_string())
 }
 
 #[cfg(test)]

@@ -91,14 +91,13 @@ impl Agent {
         let messages = code_request(own.trim(), list.key.as_deref(), &items);
         let reply = self.side_call("filter of the webhook's items", messages, Some(0.0), tokens, stats).await;
         let flags = match reply.as_deref().and_then(|r| python::code_of(r, "keep")) {
-            None => Err("the reply held no `keep` function".to_string()),
+            None => Err(python::RunError::NoFunction("keep")),
             Some(code) => {
                 let data = format!("[{}]", items.join(","));
                 let harness = format!("{}{HARNESS}", python::LIMITS);
-                match python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell).await {
-                    Ok(out) => flags_of(&out.output, out.code, items.len()),
-                    Err(why) => Err(why),
-                }
+                python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell)
+                    .await
+                    .and_then(|out| flags_of(&out.output, out.code, items.len()))
             }
         };
         let what = list.key.as_deref().map_or("the list".to_string(), |k| format!("`{k}`"));
@@ -256,7 +255,7 @@ fn note(lang: Language, key: Option<&str>, kept: usize, of: usize) -> String {
 }
 
 /// The flags in the harness's last line after a clean exit: one per item, or why not.
-fn flags_of(output: &str, code: Option<i32>, items: usize) -> Result<Vec<bool>, String> {
+fn flags_of(output: &str, code: Option<i32>, items: usize) -> Result<Vec<bool>, python::RunError> {
     let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
     if code == Some(0) {
         if let Ok(flags) = serde_json::from_str::<Vec<bool>>(last) {

@@ -9,7 +9,30 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::tools::{Contained, ShellSettings};
+use crate::tools::{Contained, ShellSettings, ToolError};
+
+/// Why model-written code gave no usable result: recorded in the run's events, never shown to
+/// the model.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RunError {
+    #[error("no python3 in /usr/local/bin, /usr/bin or /bin")]
+    NoPython,
+    #[error("no OS sandbox is set up to run it in")]
+    NoSandbox,
+    #[error("cannot make a scratch folder: {0}")]
+    Scratch(std::io::Error),
+    #[error("cannot write {name}: {source}")]
+    Write { name: &'static str, source: std::io::Error },
+    #[error("it could not run: {0}")]
+    Start(ToolError),
+    #[error("it ran past {0} s")]
+    Timeout(u64),
+    #[error("the reply held no `{0}` function")]
+    NoFunction(&'static str),
+    /// The harness's last line and its exit code, when they were not a result.
+    #[error("{}", failure_text(.last, *.code))]
+    Failed { last: String, code: Option<i32> },
+}
 
 /// The `resource` limits every harness sets before it runs the model's code: 1 GiB of address
 /// space, 5 s of CPU, 1 MiB per file written.
@@ -33,15 +56,12 @@ pub(super) async fn run(
     data: &str,
     timeout: Duration,
     shell: &ShellSettings,
-) -> Result<Contained, String> {
-    let python = python().ok_or("no python3 in /usr/local/bin, /usr/bin or /bin")?;
-    let scratch = tempfile::Builder::new()
-        .prefix("routines-check-")
-        .tempdir()
-        .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
+) -> Result<Contained, RunError> {
+    let python = python().ok_or(RunError::NoPython)?;
+    let scratch = tempfile::Builder::new().prefix("routines-check-").tempdir().map_err(RunError::Scratch)?;
     let dir = scratch.path();
     for (name, text) in [("harness.py", harness), ("check.py", code), ("data.txt", data)] {
-        std::fs::write(dir.join(name), text).map_err(|e| format!("cannot write {name}: {e}"))?;
+        std::fs::write(dir.join(name), text).map_err(|source| RunError::Write { name, source })?;
     }
     let at = |name: &str| dir.join(name).display().to_string();
     let argv =
@@ -52,9 +72,9 @@ pub(super) async fn run(
         ("HOME".to_string(), dir.display().to_string()),
     ];
     match crate::tools::run_contained(&argv, dir, env, timeout, shell).await {
-        None => Err("no OS sandbox is set up to run it in".into()),
-        Some(Err(e)) => Err(format!("it could not run: {e}")),
-        Some(Ok(out)) if out.timed_out => Err(format!("it ran past {} s", timeout.as_secs())),
+        None => Err(RunError::NoSandbox),
+        Some(Err(e)) => Err(RunError::Start(e)),
+        Some(Ok(out)) if out.timed_out => Err(RunError::Timeout(timeout.as_secs())),
         Some(Ok(out)) => Ok(out),
     }
 }
@@ -73,7 +93,11 @@ pub(super) fn code_of(reply: &str, name: &str) -> Option<String> {
 }
 
 /// Why a harness that gave no usable last line failed, from that line `last` and its exit code.
-pub(super) fn failure(last: &str, code: Option<i32>) -> String {
+pub(super) fn failure(last: &str, code: Option<i32>) -> RunError {
+    RunError::Failed { last: last.to_string(), code }
+}
+
+fn failure_text(last: &str, code: Option<i32>) -> String {
     let why: String = last.chars().take(200).collect();
     match code {
         // bubblewrap exits 128 + the signal that ended the program: the CPU or memory limit.
