@@ -141,8 +141,10 @@ impl Agent {
         if missing.is_empty() {
             return answer;
         }
-        // As the sender wrote them: with its keys sorted, the model copied the lines as its answer.
+        // As the sender wrote them (with its keys sorted, the model copied the lines as its
+        // answer), and fenced: they are the sender's words (SPEC §8).
         let lines = missing.iter().map(|i| filtered.kept_text[*i].as_str()).collect::<Vec<_>>().join("\n");
+        let lines = crate::routine::template::fence(&lines);
         let (of, all) = (filtered.kept.len(), missing.len() == filtered.kept.len());
         let ask = match (self.opts.language, all) {
             (Language::En, true) => format!(
