@@ -34,13 +34,9 @@ use crate::llm::{ChatRequest, Message};
 /// in the same interpreter and could print a verdict of its own; that only keeps a silence the
 /// model chose anyway, or picks which lines of the results the report is asked from.
 const HARNESS: &str = r#"import json, sys
-with open(sys.argv[1], encoding="utf-8") as f:
-    source = f.read()
 with open(sys.argv[2], encoding="utf-8") as f:
     data = f.read()
-scope = {"__name__": "check"}
-exec(compile(source, "check.py", "exec"), scope)
-found = scope["findings"](data)
+found = define(sys.argv[1], "check.py")["findings"](data)
 COLLECTIONS = (list, tuple, set, frozenset, dict)
 def parts(v):
     # What counts in a value: a dict with lists in it counts by those lists only
@@ -189,7 +185,8 @@ impl Agent {
         let now = (self.clock)().with_timezone(&self.opts.timezone);
         let now = format!("Current time: {} ({})", now.format("%Y-%m-%d %H:%M %:z, %A"), self.opts.timezone.name());
         let calls = found_lines(&looked_calls(&self.last_calls), found);
-        let messages = super::evidence::messages(&format!("{}\n\n{said}", task.task.trim()), &calls, lang, &now, "")?;
+        let messages =
+            super::evidence::messages(&format!("{}\n\n{said}", task.task.trim()), &calls, lang, &now, "", None)?;
         let reply = self
             .side_call(
                 "report of what the code check found",
@@ -382,7 +379,7 @@ fn code_request(task: &SilenceTask, calls: &[&CallRecord], data: &str) -> Vec<Me
 
 /// Runs `code` on `data` with the harness, contained (`python.rs`).
 async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Verdict {
-    let harness = format!("{}{HARNESS}", python::LIMITS);
+    let harness = format!("{}{}{HARNESS}", python::LIMITS, python::DEFINE);
     match python::run(&harness, code, data, TIMEOUT, shell).await {
         Ok(out) => verdict_of(&out.output, out.code),
         Err(why) => Verdict::Unknown(why.to_string()),

@@ -41,15 +41,12 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// How many tokens the predicate may take.
 const CODE_TOKENS: u32 = 300;
 
-/// Runs the model's `keep` on every item and prints one line: a JSON list of booleans.
-const HARNESS: &str = r#"import json, sys
-with open(sys.argv[1], encoding="utf-8") as f:
-    source = f.read()
+/// Runs the model's `keep` on every item and prints one line: a JSON list of booleans (also the
+/// harness of `select.rs`).
+pub(super) const KEEP: &str = r#"import json, sys
 with open(sys.argv[2], encoding="utf-8") as f:
     items = json.load(f)
-scope = {"__name__": "keep"}
-exec(compile(source, "keep.py", "exec"), scope)
-keep = scope["keep"]
+keep = define(sys.argv[1], "keep.py")["keep"]
 def kept(item):
     try:
         return bool(keep(item))
@@ -61,11 +58,11 @@ sys.stdout.write("\n" + json.dumps([kept(i) for i in items]) + "\n")
 /// A list of records in a JSON text: the key it is the value of, where its brackets are, and
 /// where each item is (byte ranges of the text).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct List {
-    key: Option<String>,
-    open: usize,
-    close: usize,
-    items: Vec<Range<usize>>,
+pub(super) struct List {
+    pub key: Option<String>,
+    pub open: usize,
+    pub close: usize,
+    pub items: Vec<Range<usize>>,
 }
 
 /// The task with only the kept items of its list, what to tell the model about them, and the
@@ -94,7 +91,7 @@ impl Agent {
             None => Err(python::RunError::NoFunction("keep")),
             Some(code) => {
                 let data = format!("[{}]", items.join(","));
-                let harness = format!("{}{HARNESS}", python::LIMITS);
+                let harness = format!("{}{}{KEEP}", python::LIMITS, python::DEFINE);
                 python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell)
                     .await
                     .and_then(|out| flags_of(&out.output, out.code, items.len()))
@@ -309,7 +306,7 @@ fn leaves(v: &Value, out: &mut Vec<String>, depth: usize) {
 }
 
 /// `text` (JSON) without the white space outside its strings: an item on one line.
-fn compact(text: &str) -> String {
+pub(super) fn compact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_string, mut escaped) = (false, false);
     for c in text.chars() {
@@ -332,7 +329,7 @@ fn compact(text: &str) -> String {
 }
 
 /// The lists of records (arrays of two or more objects) in `text`, which must be valid JSON.
-fn lists(text: &str) -> Vec<List> {
+pub(super) fn lists(text: &str) -> Vec<List> {
     let mut scan = Scan { b: text.as_bytes(), i: 0, out: Vec::new() };
     scan.value(None, 0);
     scan.out

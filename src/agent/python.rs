@@ -43,6 +43,27 @@ for which, value in ((resource.RLIMIT_AS, 1 << 30), (resource.RLIMIT_CPU, 5), (r
     resource.setrlimit(which, (value, value))
 "#;
 
+/// `define(path, name)`: the definitions of the model's code in the file at `path` (imports,
+/// functions, classes, assignments), each run on its own so that one that fails is skipped,
+/// and the rest of the module not run at all. The model writes the function asked for and then,
+/// often, a script that opens the file it read (`users.json`) or imports pandas; that script
+/// is not what was asked for, and running it would fail the whole harness. Every harness takes
+/// the model's code through it.
+pub(super) const DEFINE: &str = r#"import ast
+def define(path, name):
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), name)
+    scope = {"__name__": "model"}
+    kinds = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)
+    for node in tree.body:
+        if isinstance(node, kinds):
+            try:
+                exec(compile(ast.Module(body=[node], type_ignores=[]), name, "exec"), scope)
+            except Exception:
+                pass
+    return scope
+"#;
+
 /// `python3` in the shell's PATH, where the sandbox finds the same file.
 pub(super) fn python() -> Option<PathBuf> {
     ["/usr/local/bin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join("python3")).find(|p| p.is_file())

@@ -117,7 +117,7 @@ async fn the_predicate_runs_contained_and_a_useless_one_leaves_the_data_as_it_ca
     let root = p.path().display().to_string();
     let host_tmp = std::env::temp_dir().join(format!("routines-items-escape-{listen}"));
     let code = format!(
-        "```python\nimport os, socket\nfor path in ['{root}/pwned', '{root}/routines/evil.yaml', '{tmp}']:\n    try:\n        open(path, 'w').write('x')\n    except Exception:\n        pass\ntry:\n    socket.create_connection(('127.0.0.1', {listen}), timeout=2)\nexcept Exception:\n    pass\ntry:\n    os.system('touch {root}/forked')\nexcept Exception:\n    pass\ndef keep(item):\n    return True\n```",
+        "```python\nimport os, socket\ndef keep(item):\n    for path in ['{root}/pwned', '{root}/routines/evil.yaml', '{tmp}']:\n        try:\n            open(path, 'w').write('x')\n        except Exception:\n            pass\n    try:\n        socket.create_connection(('127.0.0.1', {listen}), timeout=2)\n    except Exception:\n        pass\n    try:\n        os.system('touch {root}/forked')\n    except Exception:\n        pass\n    return True\n```",
         tmp = host_tmp.display()
     );
     mock.push_all([text(&code), text("ANSWER: worker-2b1d and cron-9d0e")]);
