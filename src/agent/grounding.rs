@@ -138,7 +138,9 @@ impl SentBack {
 /// named no tool; a refusal is final) and either the answer is `silent`, or the failure names
 /// the path that was meant, or a command said it was called wrong (an option it does not know:
 /// the call, not the world, was at fault, and the model tends to answer with advice on how to
-/// call it). The failure as the model read it, and the exact call its hint names, if any.
+/// call it), or a search matched no line (the model searched for a word of the task, `timeout`
+/// or `open`, where the file says `timed out` or `- [ ]`, and answered that the search failed).
+/// The failure as the model read it, and the exact call its hint names, if any.
 pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
     if !matches!(
@@ -148,7 +150,7 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure
         return None;
     }
     let misused = last.tool == "shell" && misused(&last.result);
-    (silent || misused || crate::tools::names_a_near_path(&last.result)).then(|| Failure::of(last))
+    (silent || misused || no_match(last) || crate::tools::names_a_near_path(&last.result)).then(|| Failure::of(last))
 }
 
 /// A file the turn read only in part: its path, the first and last line shown, and its lines.
@@ -196,6 +198,13 @@ pub(super) fn part_read_message(lang: Language, part: &PartRead) -> String {
     }
 }
 
+/// Whether `call` was a search that matched no line: the engine's own first line of the result
+/// says so (`[failed] exit code 1; no line matched ...`, `tools/exit_status.rs`); what the
+/// command printed after it is not read.
+fn no_match(call: &CallRecord) -> bool {
+    call.tool == "shell" && call.result.lines().next().is_some_and(|l| l.contains("; no line matched"))
+}
+
 /// Whether a command's error output says it was called wrong, as common tools word it.
 fn misused(output: &str) -> bool {
     const SAYS: [&str; 7] = [
@@ -233,13 +242,15 @@ pub(super) struct Failure {
     /// when the result names exactly what would work: the one path that exists, the one
     /// command that counts.
     fix: Option<String>,
+    /// It was a search that matched no line ([`no_match`]).
+    no_match: bool,
 }
 
 impl Failure {
     fn of(call: &CallRecord) -> Failure {
         let lines: Vec<&str> = call.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
         let text: String = lines.join("\n").chars().take(600).collect();
-        Failure { lines: format!("{} {}\n{text}", call.tool, call.arguments), fix: fix(call) }
+        Failure { lines: format!("{} {}\n{text}", call.tool, call.arguments), fix: fix(call), no_match: no_match(call) }
     }
 }
 
@@ -266,6 +277,12 @@ fn fix(call: &CallRecord) -> Option<String> {
 pub(super) fn failure_message(lang: Language, failure: &Failure) -> String {
     let lines = &failure.lines;
     match (lang, &failure.fix) {
+        (Language::En, None) if failure.no_match => format!(
+            "Your search matched no line:\n{lines}\nThe file may word it differently from your search. The task is not done yet. Read the file itself and answer from its lines."
+        ),
+        (Language::Zh, None) if failure.no_match => format!(
+            "你的搜索没有匹配到任何一行：\n{lines}\n文件里的写法可能和你搜索的词不同。任务还没有完成。请直接读取这个文件，根据它的内容作答。"
+        ),
         (Language::En, Some(fix)) => format!("Your last tool call failed. Call this instead: {fix}"),
         (Language::Zh, Some(fix)) => format!("你上一次的工具调用失败了。改为这样调用：{fix}"),
         (Language::En, None) => format!(
@@ -380,6 +397,27 @@ mod tests {
         assert!(misused("git: 'lg' is not a git command. See 'git --help'."));
         assert!(!misused("grep: logs/app.log: No such file or directory"));
         assert!(!misused("[failed] exit code 1"));
+    }
+
+    #[test]
+    fn a_search_that_matched_no_line_goes_back_with_the_advice_to_read_the_file() {
+        let grep = CallRecord {
+            tool: "shell".into(),
+            arguments: r#"{"command":"grep -n timeout logs/gateway.log"}"#.into(),
+            status: ToolStatus::Failed,
+            result: "[failed] exit code 1; no line matched (grep matches case-sensitively; -i ignores case)".into(),
+        };
+        let failure = last_failure(std::slice::from_ref(&grep), false).expect("a search that found nothing goes back");
+        let message = failure_message(Language::En, &failure);
+        assert!(message.starts_with("Your search matched no line:\nshell {\"command\":\"grep -n timeout"), "{message}");
+        assert!(message.ends_with("Read the file itself and answer from its lines."), "{message}");
+        assert!(failure_message(Language::Zh, &failure).contains("请直接读取这个文件"));
+        // Only the engine's own first line counts: a command's output that says so does not.
+        let printed =
+            CallRecord { result: "[failed] exit code 3\n[partial output]\nx; no line matched".into(), ..grep.clone() };
+        assert!(last_failure(&[printed], false).is_none());
+        let other = CallRecord { result: "[failed] exit code 1".into(), ..grep };
+        assert!(last_failure(&[other], false).is_none(), "any other failure of a non-silent answer stands");
     }
 
     #[test]
