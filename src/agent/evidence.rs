@@ -27,13 +27,15 @@ const TOTAL: usize = 16_000;
 /// calls (repeats and failures aside), or `None` when none returned anything.
 /// `now` is the Environment line of the turn's prompt (`Current time: ...`); `remembered` the
 /// lines of its Memory section, which go first (a task that compares with last time needs
-/// them, and the calls of the turn may have stored over them).
+/// them, and the calls of the turn may have stored over them); `note` what the engine says about
+/// the records it selected (`select.rs`), after the task.
 pub(super) fn messages(
     task: &str,
     calls: &[CallRecord],
     lang: Language,
     now: &str,
     remembered: &str,
+    note: Option<&str>,
 ) -> Option<Vec<Message>> {
     let data = result_blocks(calls, |c| c.status == ToolStatus::Success, PER_RESULT, TOTAL);
     if data.is_empty() {
@@ -45,7 +47,11 @@ pub(super) fn messages(
     if comparison::asks_to_compare(task) {
         messages.extend(comparison::examples(lang, ask).unwrap_or_default());
     }
-    messages.push(Message::user(format!("{data_label}:\n{memory}{data}---\n\n{task_label}: {}\n\n{ask}", task.trim())));
+    let note = note.map(|n| format!("\n\n{n}")).unwrap_or_default();
+    messages.push(Message::user(format!(
+        "{data_label}:\n{memory}{data}---\n\n{task_label}: {}{note}\n\n{ask}",
+        task.trim()
+    )));
     Some(messages)
 }
 
@@ -246,8 +252,9 @@ mod tests {
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Success, "- [x] one\n- [ ] two\n"),
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Duplicate, "You already called"),
         ];
-        let m = messages("What is the first unchecked item in TODO.md?", &calls, Language::En, "Current time: x", "")
-            .unwrap();
+        let m =
+            messages("What is the first unchecked item in TODO.md?", &calls, Language::En, "Current time: x", "", None)
+                .unwrap();
         assert_eq!(m.len(), 2);
         let system = m[0].text();
         let headings: Vec<&str> = system.lines().filter(|l| l.starts_with("## ")).collect();
@@ -259,16 +266,20 @@ mod tests {
             "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
              Task: What is the first unchecked item in TODO.md?\n\nGive your answer after a line that says ANSWER:"
         );
-        assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n").is_none(), "nothing to answer from");
-        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "").unwrap();
+        assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n", None).is_none(), "nothing to answer from");
+        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "", None).unwrap();
         assert_eq!(compare.len(), 6, "two worked comparisons come before a comparison task");
         assert_eq!(
             compare[5].text(),
             m[1].text().replace("What is the first unchecked item in TODO.md?", "Is two the first unchecked item?")
         );
-        assert_eq!(messages("是否 two?", &calls, Language::Zh, "", "").unwrap().len(), 2, "no examples in Chinese");
-        assert!(messages("任务", &calls, Language::Zh, "", "").unwrap()[1].text().starts_with("数据:\n"));
-        let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n").unwrap();
+        assert_eq!(
+            messages("是否 two?", &calls, Language::Zh, "", "", None).unwrap().len(),
+            2,
+            "no examples in Chinese"
+        );
+        assert!(messages("任务", &calls, Language::Zh, "", "", None).unwrap()[1].text().starts_with("数据:\n"));
+        let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n", None).unwrap();
         assert!(
             m[1].text().starts_with("Data:\n--- remembered before this run ---\n- stock: 40 widgets\n--- file_read "),
             "{}",
@@ -306,7 +317,7 @@ mod tests {
         let big = "x".repeat(PER_RESULT + 10);
         let calls: Vec<CallRecord> =
             (0..4).map(|i| call("file_read", &format!("{{\"path\":\"{i}\"}}"), ToolStatus::Success, &big)).collect();
-        let text = messages("t", &calls, Language::En, "", "").unwrap()[1].text().to_string();
+        let text = messages("t", &calls, Language::En, "", "", None).unwrap()[1].text().to_string();
         assert!(text.contains("[… cut]") && text.contains("[… more results cut]"), "{text}");
         assert!(text.len() < TOTAL + 200);
     }

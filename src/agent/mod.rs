@@ -24,8 +24,11 @@ mod named;
 mod payload;
 pub mod prompt;
 mod python;
+mod questions;
 mod record;
+mod records;
 mod reply;
+mod select;
 mod setup;
 mod turn;
 

@@ -76,6 +76,11 @@ impl Agent {
         // The next request requires a tool call (a failed look sent back must be looked again;
         // a held write must be followed by the read).
         let mut look_again = false;
+        // The records of a tool result the task asks about, with how many calls it was chosen
+        // from (`select.rs`).
+        let mut selection: Option<(usize, Option<super::select::Selected>)> = None;
+        // An answer given in the turn was sent to the evidence (once: `select.rs`, `questions.rs`).
+        let mut select_sent = false;
         // A webhook's list, only the items the task asks about (`items.rs`).
         let filtered = match (&self.routine, self.from_payload) {
             (Some(_), true) if payload::applies(message) => self.filter_items(message, &mut stats).await,
@@ -85,9 +90,23 @@ impl Agent {
             let offered = self.offered(&specs, &spent);
             let now = system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default();
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
-                evidence::messages(message, &calls_made, lang, now, &remembered).map(|m| {
-                    (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
-                })
+                // The records the task asks about (`select.rs`), chosen again only when the turn
+                // has made calls since.
+                if selection.as_ref().is_none_or(|(made, _)| *made != calls_made.len()) {
+                    selection = Some((calls_made.len(), self.select_records(message, &calls_made, &mut stats).await));
+                }
+                let selected = selection.as_ref().and_then(|(_, s)| s.as_ref());
+                let calls = match selected {
+                    Some(s) => {
+                        let mut calls = calls_made.clone();
+                        calls[s.call].result = s.result.clone();
+                        std::borrow::Cow::Owned(calls)
+                    }
+                    None => std::borrow::Cow::Borrowed(&calls_made),
+                };
+                evidence::messages(message, &calls, lang, now, &remembered, selected.map(|s| s.note.as_str())).map(
+                    |m| (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results")),
+                )
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
                 let (task, note) =
                     filtered.as_ref().map_or((message, None), |f| (f.task.as_str(), Some(f.note.as_str())));
@@ -199,6 +218,37 @@ impl Agent {
                         pending = Some(ask);
                         look_again = true;
                         (spent, withhold) = (Vec::new(), false);
+                        continue;
+                    }
+                }
+                // A count or a pick answered in the turn over a result with records (the model
+                // counts and compares badly; the evidence comes with the records the task asks
+                // about selected, `select.rs`), or a task of several questions answered in the
+                // turn (it answers the last one, `questions.rs`): the answer comes from the
+                // evidence, once per turn.
+                // A silence (a heartbeat's ok token too) has its own checks.
+                let silence = |text: &str| {
+                    self.routine
+                        .as_ref()
+                        .and_then(|r| r.silent_token.as_deref())
+                        .is_some_and(|t| text.contains(t.trim()))
+                };
+                if let (Ok(text), false, false, true) = (&answer, last, answers_evidence, self.routine.is_some())
+                    && !silence(text)
+                {
+                    let looked = calls_made.iter().any(|c| c.status == ToolStatus::Success);
+                    let why = if super::select::applies(message, &calls_made) {
+                        Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
+                    } else if looked && super::questions::count(message) >= 2 {
+                        Some(("questions_reask", "the turn answered a task of several questions itself"))
+                    } else {
+                        None
+                    };
+                    if let (false, Some((kind, why))) = (select_sent, why) {
+                        select_sent = true;
+                        standing = Some((kind, text.clone()));
+                        self.note(kind, &format!("{why}; asked for the answer from the evidence"));
+                        (withhold, from_evidence) = (true, true);
                         continue;
                     }
                 }

@@ -14,6 +14,7 @@ mod named;
 mod payload;
 mod retries;
 mod runs;
+mod select;
 
 use routines::agent::{Agent, RunEvent, ToolStatus};
 use routines::config::Autonomy;

@@ -1,0 +1,273 @@
+//! The records of a tool result that a counting or picking task asks about (`agent/select.rs`):
+//! before the answer from the evidence, the model writes `keep(item)` or `value(item)`, the
+//! engine runs it on every record in the OS sandbox (bubblewrap here and in CI), and the answer
+//! request shows the kept records and how many they are, or names the least or the most.
+//! Through `routines run`, a scripted model and a real sandbox.
+
+use std::net::TcpListener;
+
+use serde_json::{Value, json};
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
+
+const USERS: &str = "[\n  {\"name\": \"Priya\", \"role\": \"admin\"},\n  {\"name\": \"Mei\", \"role\": \"editor\"},\n  {\"name\": \"Tomas\", \"role\": \"admin\"},\n  {\"name\": \"Oskar\", \"role\": \"viewer\"}\n]\n";
+
+fn notes(show: &Value) -> Vec<String> {
+    show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "note" && e["status"] == "records_selection")
+        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A project with `users.json` and the routine `admins`, which asks for a count and the names.
+fn admins(mock: &MockLlm) -> Routines {
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/admins.yaml",
+        "prompt: How many users in users.json are admins? Name them.\nagent: { tools: [file_read] }\n",
+    )
+    .write("users.json", USERS);
+    p
+}
+
+/// The function the model wrote, followed by the script it often adds: that script is not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_kept_records_reach_the_answer_with_their_count() {
+    let mock = MockLlm::start().await;
+    let p = admins(&mock);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "users.json"})),
+        text(
+            "```python\nimport json\nimport pandas\ndef keep(item: dict) -> bool:\n    return item['role'] == 'admin'\n\n\
+             with open('users.json') as f:\n    print([u for u in json.load(f) if keep(u)])\n```",
+        ),
+        text("ANSWER: 2 admins: Priya and Tomas."),
+    ]);
+    let o = p.run_async(["run", "admins", "--json"]).await;
+    assert_eq!(o.json()["output"], "2 admins: Priya and Tomas.", "{}", o.stdout);
+    let show = p.show(1).await;
+    assert_eq!(
+        notes(&show),
+        [
+            "the items of `users.json`: (2 of the 4 items of `users.json` are the ones the task asks about; the data above shows only those 2.)"
+        ]
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    let code = crate::common::content(&reqs[1], 1);
+    assert!(
+        code.starts_with(
+            "Task: How many users in users.json are admins? Name them.\n\nThe items of `users.json`:\n<untrusted_data"
+        ),
+        "{code}"
+    );
+    assert!(
+        code.contains("\n{\"name\":\"Mei\",\"role\":\"editor\"}\n") && code.contains("`keep(item: dict) -> bool`"),
+        "{code}"
+    );
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(
+        answer.contains(
+            "[\n  {\"name\": \"Priya\", \"role\": \"admin\"},\n  {\"name\": \"Tomas\", \"role\": \"admin\"}\n]"
+        ),
+        "the JSON as it came, but for the records dropped: {answer}"
+    );
+    assert!(!answer.contains("Mei") && !answer.contains("Oskar"), "{answer}");
+    assert!(
+        answer.contains("Name them.\n\n(2 of the 4 items of `users.json` are the ones the task asks about;"),
+        "{answer}"
+    );
+    mock.assert_clean();
+}
+
+/// The least of four rows, picked by the engine from the numbers the model's `value` gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_least_of_a_tables_rows_is_named_in_the_answer_request() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    let csv = "warehouse,quantity\nGdansk,290\nPorto,410\nLyon,135\nLeeds,220\n";
+    p.write(
+        "routines/stock.yaml",
+        "prompt: Which warehouse in stock.csv has the least stock?\nagent: { tools: [file_read] }\n",
+    )
+    .write("stock.csv", csv);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "stock.csv"})),
+        text("```python\ndef value(item: dict) -> float:\n    return item['quantity']\n```"),
+        text("ANSWER: Lyon, 135"),
+    ]);
+    let o = p.run_async(["run", "stock", "--json"]).await;
+    assert_eq!(o.json()["output"], "Lyon, 135", "{}", o.stdout);
+    // After the worked comparisons the engine shows before a comparison's answer request.
+    let answer = crate::common::last_message(&mock.requests()[2])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains(csv.trim_end()), "every row stays: {answer}");
+    assert!(
+        answer.contains(
+            "(Of the 4 rows of `stock.csv`, the one with the least by what the task compares (135) is: Lyon,135)"
+        ),
+        "{answer}"
+    );
+    mock.assert_clean();
+}
+
+/// A search that matched no line goes back once with the advice to read the file; the lines of
+/// the file read then are counted by the model's `keep`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    let log: String = (0..12)
+        .map(|i| {
+            if i % 4 == 1 {
+                format!("10:{i:02} WARN request /api timed out after 30000ms\n")
+            } else {
+                format!("10:{i:02} INFO request /api 200 in {}ms\n", 20 + i)
+            }
+        })
+        .collect();
+    p.write(
+        "routines/timeouts.yaml",
+        "prompt: How many requests timed out according to logs/gateway.log?\n\
+         agent: { tools: [shell, file_read], allow_commands: [grep] }\n",
+    )
+    .write("logs/gateway.log", &log);
+    mock.push_all([
+        tool_call("shell", json!({"command": "grep -n timeout logs/gateway.log"})),
+        text("The search failed: no line in logs/gateway.log matched `timeout`."),
+        tool_call("file_read", json!({"path": "logs/gateway.log"})),
+        // The model repeats the read, its way of saying it is done: the answer from the evidence.
+        tool_call("file_read", json!({"path": "logs/gateway.log"})),
+        // The task's word, not the file's: it keeps nothing, and is asked for once more.
+        text("```python\ndef keep(line: str) -> bool:\n    return 'timeout' in line\n```"),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'timed out' in line\n```"),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "timeouts", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 7, "the search, the answer sent back, the read, its repeat, the code twice, the answer");
+    let back = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(
+        back.starts_with("Your search matched no line:\nshell {\"command\":\"grep -n timeout logs/gateway.log\"}"),
+        "{back}"
+    );
+    assert!(back.ends_with("Read the file itself and answer from its lines."), "{back}");
+    assert_eq!(reqs[2]["tool_choice"], "required", "the send-back asks for a look");
+    let code = crate::common::content(&reqs[4], 1);
+    // The INFO lines are one shape: shown once.
+    assert_eq!(code.matches(" INFO request ").count(), 1, "{code}");
+    assert_eq!(code.matches(" timed out after ").count(), 1, "{code}");
+    let again = crate::common::last_message(&reqs[5])["content"].as_str().unwrap().to_string();
+    assert!(
+        again.starts_with("Your function returned False for every one of the lines: none of them contains `timeout`."),
+        "{again}"
+    );
+    assert_eq!(reqs[5]["messages"].as_array().unwrap().len(), 4, "in the code request's conversation");
+    let answer = crate::common::content(&reqs[6], 1);
+    assert_eq!(answer.matches("timed out after").count(), 3, "{answer}");
+    assert!(!answer.contains("INFO"), "{answer}");
+    assert!(answer.contains("(3 of the 12 lines of `logs/gateway.log` are the ones the task asks about;"), "{answer}");
+    mock.assert_clean();
+}
+
+/// The function is written by a model the data can steer: it tries to write the project, the
+/// engine's files and the host's /tmp, to reach a port on this host and to start a process, on
+/// every record. The disk and the listener show none of it happened; it kept every record, so
+/// the evidence goes to the answer as it came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_function_runs_contained_and_one_that_keeps_all_leaves_the_evidence_as_it_came() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let listen = listener.local_addr().unwrap().port();
+    let mock = MockLlm::start().await;
+    let p = admins(&mock);
+    let root = p.path().display().to_string();
+    let host_tmp = std::env::temp_dir().join(format!("routines-select-escape-{listen}"));
+    let code = format!(
+        "```python\nimport os, socket\ndef keep(item):\n    for path in ['{root}/pwned', '{root}/routines/evil.yaml', '{root}/users.json', '{tmp}']:\n        try:\n            open(path, 'w').write('x')\n        except Exception:\n            pass\n    try:\n        socket.create_connection(('127.0.0.1', {listen}), timeout=1)\n    except Exception:\n        pass\n    try:\n        os.system('touch {root}/forked')\n    except Exception:\n        pass\n    return True\n```",
+        tmp = host_tmp.display()
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "users.json"})),
+        text(&code),
+        text("ANSWER: 2: Priya, Tomas"),
+    ]);
+    let o = p.run_async(["run", "admins", "--json"]).await;
+    assert_eq!(o.json()["output"], "2: Priya, Tomas", "{}", o.stdout);
+    for path in ["pwned", "routines/evil.yaml", "forked"] {
+        assert!(!p.path().join(path).exists(), "{path} was written");
+    }
+    assert_eq!(p.read("users.json"), USERS);
+    assert!(!host_tmp.exists(), "the sandbox's /tmp is its own");
+    assert!(listener.accept().is_err(), "no connection reached the host");
+    assert_eq!(notes(&p.show(1).await), ["the code kept 4 of the items of `users.json`; shown as they came"]);
+    let answer = crate::common::content(&mock.requests()[2], 1);
+    assert!(answer.contains(USERS.trim_end()) && !answer.contains("the ones the task asks about"), "{answer}");
+    mock.assert_clean();
+}
+
+/// A count the model answered in the turn itself, over a result with records, is asked again
+/// from the evidence with the records selected; the answer it gave stands if that fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_answered_in_the_turn_is_asked_from_the_evidence_with_the_records_selected() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/admins.yaml",
+        "prompt: How many of our users are admins?\nagent: { tools: [file_read, file_list] }\n",
+    )
+    .write("users.json", USERS);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "users.json"})),
+        text("3"),
+        text("```python\ndef keep(item):\n    return item['role'] == 'admin'\n```"),
+        text("ANSWER: 2"),
+    ]);
+    let o = p.run_async(["run", "admins", "--json"]).await;
+    assert_eq!(o.json()["output"], "2", "{}", o.stdout);
+    let show = p.show(1).await;
+    let kinds: Vec<&str> = show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "note")
+        .map(|e| e["status"].as_str().unwrap_or_default())
+        .collect();
+    assert!(kinds.contains(&"records_selection_reask"), "{kinds:?}");
+    let answer = crate::common::content(&mock.requests()[3], 1);
+    assert!(answer.contains("(2 of the 4 items of `users.json` are the ones the task asks about;"), "{answer}");
+    mock.assert_clean();
+}
+
+/// A task of two questions answered in the turn (the model answered the second only) is asked
+/// from the evidence, which shows the task whole next to what the tools returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_two_questions_answered_in_the_turn_is_asked_from_the_evidence() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/logs.yaml",
+        "prompt: Which log files do we keep, and which one is the largest?\nagent: { tools: [file_list] }\n",
+    )
+    .write("logs/api.log", "GET /health 200\n")
+    .write("logs/worker.log", &"job done in 12ms\n".repeat(50));
+    mock.push_all([
+        tool_call("file_list", json!({"path": "logs"})),
+        text("The largest log file is worker.log."),
+        text("ANSWER: api.log and worker.log; the largest is worker.log."),
+    ]);
+    let o = p.run_async(["run", "logs", "--json"]).await;
+    assert_eq!(o.json()["output"], "api.log and worker.log; the largest is worker.log.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3);
+    // After the worked comparisons ("largest" makes it one).
+    let answer = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(answer.starts_with("Data:\n--- file_list {\"path\":\"logs\"} ---\napi.log ("), "{answer}");
+    assert!(answer.contains("Task: Which log files do we keep, and which one is the largest?"), "{answer}");
+    assert!(reqs[2].get("tools").is_none(), "the answer from the evidence goes without tools");
+    mock.assert_clean();
+}
