@@ -14,7 +14,7 @@ use super::items;
 /// every line of it costs two requests for nothing), the most, and the most characters they may
 /// take in the code request.
 const MIN: usize = 3;
-const MIN_LINES: usize = 6;
+pub(super) const MIN_LINES: usize = 6;
 const MAX: usize = 200;
 const MAX_SHOWN: usize = 3_000;
 

@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 use super::events::{CallRecord, ToolStatus, TurnStats};
-use super::records::{Records, Shape};
+use super::records::{self, Records, Shape};
 use super::{Agent, items, python};
 use crate::config::Language;
 
@@ -115,6 +115,11 @@ impl Agent {
     ) -> Option<Selected> {
         if !applies(task, calls) {
             return None;
+        }
+        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls), printed(calls)) {
+            let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
+            self.note("records_selection", &note);
+            return Some(Selected { call, result: calls[call].result.clone(), note });
         }
         let (ask, (call, records)) = (ask_of(task)?, the_one(calls)?);
         let shown = records.shown()?;
@@ -264,7 +269,55 @@ fn absent_literals(code: &str, shown: &str) -> Vec<String> {
 pub(super) fn applies(task: &str, calls: &[CallRecord]) -> bool {
     match (ask_of(task), the_one(calls)) {
         (Some(ask), Some((_, records))) => records.shape != Shape::Lines || ask == Ask::Count,
+        (Some(Ask::Count), None) => printed(calls).is_some(),
         _ => false,
+    }
+}
+
+/// Whether an answer the turn gave itself to `task` should be asked from the evidence for the
+/// selection: it [`applies`], unless the count is the lines a command printed and the answer
+/// already says that number.
+pub(super) fn reask(task: &str, calls: &[CallRecord], answer: &str) -> bool {
+    if !applies(task, calls) {
+        return false;
+    }
+    match (the_one(calls), printed(calls)) {
+        (None, Some((_, lines))) => !says_number(answer, lines),
+        _ => true,
+    }
+}
+
+/// Whether `text` holds `n` as a number of its own (not inside a longer one).
+fn says_number(text: &str, n: usize) -> bool {
+    let n = n.to_string();
+    text.split(|c: char| !c.is_ascii_digit()).any(|run| run == n)
+}
+
+/// For a count, the one command the turn ran that printed a few lines (two to five: fewer
+/// than a text's lines need to be selected from, `records.rs`), when it is the turn's only
+/// successful call: the call and how many lines. The model that greps three matching rows lists
+/// them where a count was asked; the number of lines a search printed is a fact the engine
+/// states. One line (`grep -c`, `wc -l`) is its own count.
+fn printed(calls: &[CallRecord]) -> Option<(usize, usize)> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut ok = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let key = (call.tool.as_str(), call.arguments.as_str());
+        if call.status == ToolStatus::Success && !seen.contains(&key) {
+            seen.push(key);
+            ok.push(i);
+        }
+    }
+    let [i] = ok[..] else { return None };
+    let lines = calls[i].result.lines().filter(|l| !l.trim().is_empty()).count();
+    (calls[i].tool == "shell" && (2..records::MIN_LINES).contains(&lines)).then_some((i, lines))
+}
+
+/// What the answer request says about the lines a command printed.
+fn printed_note(lang: Language, command: &str, lines: usize) -> String {
+    match lang {
+        Language::En => format!("(The command `{command}` printed {lines} lines.)"),
+        Language::Zh => format!("（命令 `{command}` 输出了 {lines} 行。）"),
     }
 }
 

@@ -105,3 +105,28 @@ fn a_keep_that_kept_nothing_is_told_which_of_its_strings_no_record_holds() {
          the rows above write them."
     );
 }
+
+#[test]
+fn a_command_that_printed_a_few_lines_has_them_counted_for_a_count() {
+    let grep = call(
+        "shell",
+        r#"{"command":"grep refunded data/orders.csv"}"#,
+        ToolStatus::Success,
+        "1002,a,89.50,refunded\n1004,b,300.00,refunded\n\n1006,c,76.20,refunded\n",
+    );
+    assert_eq!(printed(std::slice::from_ref(&grep)), Some((0, 3)));
+    assert!(applies("data/orders.csv 里有多少个订单的状态是 refunded？", std::slice::from_ref(&grep)));
+    assert!(!applies("Which orders were refunded?", std::slice::from_ref(&grep)), "a count only");
+    assert_eq!(
+        printed_note(Language::En, "grep refunded data/orders.csv", 3),
+        "(The command `grep refunded data/orders.csv` printed 3 lines.)"
+    );
+    // One line is its own count; a file read is not a command's output; two calls, no fact.
+    let count = call("shell", r#"{"command":"grep -c x a"}"#, ToolStatus::Success, "3\n");
+    assert_eq!(printed(&[count]), None);
+    let read = call("file_read", r#"{"path":"a"}"#, ToolStatus::Success, "a\nb\nc\n");
+    assert_eq!(printed(std::slice::from_ref(&read)), None);
+    assert_eq!(printed(&[grep.clone(), read]), None);
+    let repeat = CallRecord { status: ToolStatus::Duplicate, ..grep.clone() };
+    assert_eq!(printed(&[grep, repeat]), Some((0, 3)), "a repeat is the same call");
+}

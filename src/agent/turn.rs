@@ -237,7 +237,7 @@ impl Agent {
                     && !silence(text)
                 {
                     let looked = calls_made.iter().any(|c| c.status == ToolStatus::Success);
-                    let why = if super::select::applies(message, &calls_made) {
+                    let why = if super::select::reask(message, &calls_made, text) {
                         Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
                     } else if looked && super::questions::count(message) >= 2 {
                         Some(("questions_reask", "the turn answered a task of several questions itself"))

@@ -271,3 +271,29 @@ async fn a_task_of_two_questions_answered_in_the_turn_is_asked_from_the_evidence
     assert!(reqs[2].get("tools").is_none(), "the answer from the evidence goes without tools");
     mock.assert_clean();
 }
+
+/// For a count, the lines a search printed are counted by the engine: the model that listed the
+/// three matching rows is asked from the evidence, which says how many lines the command printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_over_the_few_lines_a_search_printed_is_told_how_many() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/refunds.yaml",
+        "prompt: How many orders in orders.csv were refunded?\nagent: { tools: [shell], allow_commands: [grep] }\n",
+    )
+    .write("orders.csv", "id,status\n1001,paid\n1002,refunded\n1003,paid\n1004,refunded\n1005,refunded\n");
+    mock.push_all([
+        tool_call("shell", json!({"command": "grep refunded orders.csv"})),
+        text("1002,refunded\n1004,refunded\n1005,refunded"),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "refunds", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "no code request: the count of printed lines is the engine's");
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(answer.contains("--- shell {\"command\":\"grep refunded orders.csv\"} ---\n1002,refunded\n"), "{answer}");
+    assert!(answer.contains("were refunded?\n\n(The command `grep refunded orders.csv` printed 3 lines.)"), "{answer}");
+    mock.assert_clean();
+}
