@@ -37,14 +37,7 @@ async fn reading_the_file_the_task_names_is_followed_by_the_answer_request() {
     let data = reqs[1]["messages"][1]["content"].as_str().unwrap();
     assert!(data.contains("port = 8420") && data.contains("according to config/app.toml?"), "{data}");
     let show = p.show(1).await;
-    let kinds: Vec<&str> = show["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .filter_map(|e| e["status"].as_str())
-        .collect();
-    assert_eq!(kinds, ["named_all_used", "answer_from_evidence"]);
+    assert_eq!(super::note_kinds(&show), ["named_all_used", "answer_from_evidence"]);
     mock.assert_clean();
 }
 

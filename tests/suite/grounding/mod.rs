@@ -80,6 +80,20 @@ const ROUTINE_SECTIONS: [&str; 8] = [
     "## Routine execution",
 ];
 
+/// The kinds of the notes a run recorded (`routines show --json`), in order.
+fn note_kinds(show: &Value) -> Vec<String> {
+    show["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|e| e["kind"] == "note")
+                .filter_map(|e| e["status"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Posts `body` to the daemon's webhook `path` on `port` and waits for that run of `routine`
 /// to succeed; the run's row of `history`.
 async fn webhook_run(p: &crate::common::Routines, port: u16, path: &str, body: &str, routine: &str) -> Value {

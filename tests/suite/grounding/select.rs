@@ -230,14 +230,8 @@ async fn a_count_answered_in_the_turn_is_asked_from_the_evidence_with_the_record
     let o = p.run_async(["run", "admins", "--json"]).await;
     assert_eq!(o.json()["output"], "2", "{}", o.stdout);
     let show = p.show(1).await;
-    let kinds: Vec<&str> = show["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "note")
-        .map(|e| e["status"].as_str().unwrap_or_default())
-        .collect();
-    assert!(kinds.contains(&"records_selection_reask"), "{kinds:?}");
+    let kinds = super::note_kinds(&show);
+    assert!(kinds.iter().any(|k| k == "records_selection_reask"), "{kinds:?}");
     let answer = crate::common::content(&mock.requests()[3], 1);
     assert!(answer.contains("(2 of the 4 items of `users.json` are the ones the task asks about;"), "{answer}");
     mock.assert_clean();
