@@ -130,3 +130,39 @@ fn a_command_that_printed_a_few_lines_has_them_counted_for_a_count() {
     let repeat = CallRecord { status: ToolStatus::Duplicate, ..grep.clone() };
     assert_eq!(printed(&[grep, repeat]), Some((0, 3)), "a repeat is the same call");
 }
+
+#[test]
+fn a_keep_that_kept_nothing_twice_gives_way_to_the_longest_run_of_the_tasks_words() {
+    let log: String = (0..8)
+        .map(|i| {
+            if i % 3 == 1 {
+                format!("10:0{i} WARN request Timed Out after 30000ms (timeout 30s)\n")
+            } else {
+                format!("10:0{i} INFO request 200 in 4{i}ms, out of cache\n")
+            }
+        })
+        .collect();
+    let records = Records::of(&log).unwrap();
+    let (phrase, flags) = task_phrase("How many requests timed out according to logs/gateway.log?", &records).unwrap();
+    assert_eq!(phrase, "timed out", "two words before one (`out` is in every line)");
+    assert_eq!(flags, [false, true, false, false, true, false, false, true]);
+    assert_eq!(
+        phrase_note(Language::En, "logs/gateway.log", &phrase, 3, 8),
+        "(3 of the 8 lines of `logs/gateway.log` contain \"timed out\", the task's words; the data above shows only \
+         those 3.)"
+    );
+
+    let app = "ERROR db down\nINFO ok\nINFO ok again\nERROR disk full\nINFO fine\nWARN slow\n";
+    let records = Records::of(app).unwrap();
+    let (phrase, flags) = task_phrase("How many errors are in app.log?", &records).unwrap();
+    assert_eq!(phrase, "error", "a plural word is tried without its s");
+    assert_eq!(flags, [true, false, false, true, false, false]);
+    // Whole words only: `out` is not found in `timeout`, `request` in `requests`.
+    assert!(!holds_words("timeout after 30s", "out"));
+    assert!(holds_words("timed out, retried", "timed out"));
+    assert!(task_phrase("How many requests failed?", &records).is_none(), "no word of the task is in a line");
+    let every = "INFO a\nINFO b\nINFO c\nINFO d\nINFO e\nINFO f\n";
+    assert!(task_phrase("How many INFO lines are there?", &Records::of(every).unwrap()).is_none(), "all, not some");
+    let json = r#"[{"status": "timed out"}, {"status": "ok"}, {"status": "ok"}]"#;
+    assert!(task_phrase("How many timed out?", &Records::of(json).unwrap()).is_none(), "lines of a text only");
+}

@@ -80,6 +80,20 @@ const ROUTINE_SECTIONS: [&str; 8] = [
     "## Routine execution",
 ];
 
+/// The details of the notes of `kind` a run recorded (`routines show --json`), in order.
+fn note_details(show: &Value, kind: &str) -> Vec<String> {
+    show["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|e| e["kind"] == "note" && e["status"] == kind)
+                .filter_map(|e| e["detail"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The kinds of the notes a run recorded (`routines show --json`), in order.
 fn note_kinds(show: &Value) -> Vec<String> {
     show["events"]

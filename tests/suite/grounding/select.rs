@@ -14,13 +14,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 const USERS: &str = "[\n  {\"name\": \"Priya\", \"role\": \"admin\"},\n  {\"name\": \"Mei\", \"role\": \"editor\"},\n  {\"name\": \"Tomas\", \"role\": \"admin\"},\n  {\"name\": \"Oskar\", \"role\": \"viewer\"}\n]\n";
 
 fn notes(show: &Value) -> Vec<String> {
-    show["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "note" && e["status"] == "records_selection")
-        .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
-        .collect()
+    super::note_details(show, "records_selection")
 }
 
 /// A project with `users.json` and the routine `admins`, which asks for a count and the names.
@@ -171,6 +165,51 @@ async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() 
     assert_eq!(answer.matches("timed out after").count(), 3, "{answer}");
     assert!(!answer.contains("INFO"), "{answer}");
     assert!(answer.contains("(3 of the 12 lines of `logs/gateway.log` are the ones the task asks about;"), "{answer}");
+    mock.assert_clean();
+}
+
+/// A `keep` that keeps nothing twice (the model tests for `timeout` where the lines say `timed
+/// out`, and again when told so): the engine keeps the lines that hold the task's own words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_that_kept_nothing_twice_gives_way_to_the_tasks_words() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    let log: String = (0..12)
+        .map(|i| {
+            if i % 4 == 1 {
+                format!("10:{i:02} WARN request /api Timed Out after 30000ms\n")
+            } else {
+                format!("10:{i:02} INFO request /api 200 in {}ms, out of cache\n", 20 + i)
+            }
+        })
+        .collect();
+    p.write(
+        "routines/timeouts.yaml",
+        "prompt: How many requests timed out according to logs/gateway.log?\n\
+         agent: { tools: [file_read] }\n",
+    )
+    .write("logs/gateway.log", &log);
+    let same = "```python\ndef keep(line: str) -> bool:\n    return 'timeout' in line\n```";
+    mock.push_all([
+        // The task's one file read whole: the answer comes from the evidence.
+        tool_call("file_read", json!({"path": "logs/gateway.log"})),
+        text(same),
+        text(same),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "timeouts", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "the read, the code twice, the answer");
+    let answer = crate::common::content(&reqs[3], 1);
+    assert_eq!(answer.matches("Timed Out after").count(), 3, "{answer}");
+    assert!(!answer.contains("INFO"), "{answer}");
+    assert!(
+        answer.contains("(3 of the 12 lines of `logs/gateway.log` contain \"timed out\", the task's words;"),
+        "{answer}"
+    );
+    let notes = notes(&p.show(1).await);
+    assert!(notes.iter().any(|n| n.contains("kept none of the lines of `logs/gateway.log` twice")), "{notes:?}");
     mock.assert_clean();
 }
 
