@@ -126,6 +126,10 @@ pub enum Verdict {
     /// The function found something the task asks to report: the silence is not believed. The
     /// strings in what it returned (they pick the lines the report is asked from).
     Found(Vec<String>),
+    /// The results hold percentages that cross the limit the task states (`threshold.rs`),
+    /// as written: the silence is not believed; the report is asked from the lines that hold
+    /// them.
+    OverLimit(Vec<String>),
     /// It found nothing: the silence stands.
     Nothing,
     /// No verdict (no sandbox or no `python3` here, no results, no function, the function
@@ -137,14 +141,39 @@ impl Agent {
     /// Checks a silent reply of the last turn against `task` by code, as the module says. The
     /// model call is recorded as a review and counted in `stats`.
     pub async fn code_check(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
+        if let Some(found) = self.threshold_crossed(task) {
+            return Verdict::OverLimit(found);
+        }
         let verdict = self.decide(task, stats).await;
         let detail = match &verdict {
-            Verdict::Found(_) => "the code check found something the task asks to report".to_string(),
+            Verdict::Found(_) | Verdict::OverLimit(_) => {
+                "the code check found something the task asks to report".to_string()
+            }
             Verdict::Nothing => "the code check found nothing to report".to_string(),
             Verdict::Unknown(why) => format!("the code check could not decide: {why}"),
         };
         self.record(RunEvent::Note { kind: "code_check", detail });
         verdict
+    }
+
+    /// The percentages of the results that cross the limit the task states (`threshold.rs`),
+    /// when there are any; noted.
+    fn threshold_crossed(&self, task: &SilenceTask) -> Option<Vec<String>> {
+        let limit = super::threshold::limit(sentences(&task.task))?;
+        let results: Vec<&str> = looked_calls(&self.last_calls).into_iter().map(content).collect();
+        let last_only = super::threshold::last_only(&task.task);
+        let found = super::threshold::crossing(&limit, &results, last_only);
+        if found.is_empty() {
+            return None;
+        }
+        let detail = format!(
+            "the results hold {} where the task says \"{}\"{}; the silence is not believed",
+            found.join(", "),
+            limit.words,
+            if last_only { " (the last line of each result)" } else { "" }
+        );
+        self.record(RunEvent::Note { kind: "threshold_check", detail });
+        Some(found)
     }
 
     async fn decide(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
@@ -176,17 +205,34 @@ impl Agent {
     /// beside the one down; asked from the line the function found, only the one down (three
     /// clock times of three). `None` when the call failed or its answer is empty or not an answer
     /// (a call written as text, template tokens): then the review decides.
-    pub async fn report_found(&self, task: &SilenceTask, found: &[String], stats: &mut TurnStats) -> Option<String> {
+    ///
+    /// A limit crossed (`by_code` false) is not said: the lines show it, and told "a check found
+    /// something", the model named `/backups` without the 95% the task asked for (four forms of
+    /// the sentence, none with it; without one: `/backups is 95% full`).
+    pub async fn report_found(
+        &self,
+        task: &SilenceTask,
+        found: &[String],
+        by_code: bool,
+        stats: &mut TurnStats,
+    ) -> Option<String> {
         let lang = self.opts.language;
-        let said = match lang {
-            crate::config::Language::En => "A check of the data found something the task asks you to report.",
-            crate::config::Language::Zh => "对数据的检查发现了任务要求报告的内容。",
+        let said = match (lang, by_code) {
+            (_, false) => "",
+            (crate::config::Language::En, true) => "A check of the data found something the task asks you to report.",
+            (crate::config::Language::Zh, true) => "对数据的检查发现了任务要求报告的内容。",
         };
         let now = (self.clock)().with_timezone(&self.opts.timezone);
         let now = format!("Current time: {} ({})", now.format("%Y-%m-%d %H:%M %:z, %A"), self.opts.timezone.name());
         let calls = found_lines(&looked_calls(&self.last_calls), found);
-        let messages =
-            super::evidence::messages(&format!("{}\n\n{said}", task.task.trim()), &calls, lang, &now, "", None)?;
+        let messages = super::evidence::messages(
+            format!("{}\n\n{said}", task.task.trim()).trim_end(),
+            &calls,
+            lang,
+            &now,
+            "",
+            None,
+        )?;
         let reply = self
             .side_call(
                 "report of what the code check found",

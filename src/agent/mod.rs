@@ -30,6 +30,7 @@ mod records;
 mod reply;
 mod select;
 mod setup;
+mod threshold;
 mod turn;
 
 use std::collections::HashSet;

@@ -45,10 +45,12 @@ impl Engine {
         }
         if check.is_silent(&reply) && looked(agent.last_calls()) {
             if let Some(task) = check.silence_task() {
-                match agent.code_check(&task, earlier).await {
+                let verdict = agent.code_check(&task, earlier).await;
+                match &verdict {
                     Verdict::Nothing => return Ok(reply),
-                    Verdict::Found(strings) => {
-                        if let Some(report) = agent.report_found(&task, &strings, earlier).await {
+                    Verdict::Found(strings) | Verdict::OverLimit(strings) => {
+                        let by_code = matches!(verdict, Verdict::Found(_));
+                        if let Some(report) = agent.report_found(&task, strings, by_code, earlier).await {
                             if !check.is_silent(&report) {
                                 return Ok(report);
                             }

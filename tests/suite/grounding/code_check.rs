@@ -204,7 +204,9 @@ async fn disk_check(before: Vec<Reply>) -> Vec<Value> {
         "prompt: Read the last line of disk.log. If the usage is above 90%, tell me the usage. Otherwise reply NO_REPLY.\n\
          agent: { tools: [file_read] }\n",
     )
-    .write("disk.log", "07:00 usage 71%\n08:00 usage 78%\n09:00 usage 93%\n");
+    // No `%` in the log: the engine's comparison of percentages (`threshold.rs`) has nothing to
+    // compare, and the model's function decides.
+    .write("disk.log", "07:00 usage 71\n08:00 usage 78\n09:00 usage 93\n");
     let last_line = "```python\ndef findings(output):\n    last = output.split('\\n')[-1]\n    return [last] if int(last.split()[-1].rstrip('%')) > 90 else []\n```";
     mock.push_all(before.into_iter().chain([
         tool_call("file_read", json!({"path": "disk.log", "offset": 1})),
@@ -235,9 +237,9 @@ async fn a_silence_after_part_of_a_file_asks_for_the_rest_first() {
     );
     assert_eq!(reqs[2]["tool_choice"], "required");
     let code = crate::common::content(&reqs[4], 1);
-    assert!(code.ends_with("09:00 usage 93%\n```"), "the example is what the file holds: {code}");
+    assert!(code.ends_with("09:00 usage 93\n```"), "the example is what the file holds: {code}");
     let report = crate::common::content(&reqs[5], 1);
-    assert!(report.contains("09:00 usage 93%") && !report.contains("71%"), "{report}");
+    assert!(report.contains("09:00 usage 93") && !report.contains("71"), "{report}");
 }
 
 /// The same after the model repeated its read of one line: the silence then came from the
@@ -307,4 +309,61 @@ async fn the_function_cannot_smuggle_what_it_reads_into_the_report() {
     }
     let show = serde_json::to_string(&p.show(1).await).unwrap();
     assert!(!show.contains(crate::common::cli::TEST_KEY.1) && !show.contains("provider:"), "{show}");
+}
+
+const DISK: &str = "prompt: Look at reports/df.txt. If any filesystem is more than 90% full, name it and its usage. \
+                    Otherwise reply NO_REPLY.\nagent: { tools: [file_read] }\ndeliver:\n  - file: { path: out.md }\n";
+
+fn df(backups: &str) -> String {
+    format!(
+        "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   31G   17G  65% /\n\
+         tmpfs           3.9G  1.2M  3.9G   1% /run\n/dev/sdc1       500G  476G   24G  {backups} /backups\n"
+    )
+}
+
+/// A percentage in the results that crosses the limit the task states ("more than 90%") is the
+/// engine's finding: the silence is not believed, no code is asked for, and the report is asked
+/// from the line that holds it, without the sentence that says a check found something.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_over_a_percentage_past_the_tasks_limit_is_reported() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/disk.yaml", DISK).write("reports/df.txt", &df("95%"));
+    mock.push_all([
+        tool_call("file_read", json!({"path": "reports/df.txt"})),
+        text("ANSWER: NO_REPLY"),
+        text("ANSWER: /backups is 95% full."),
+    ]);
+    let o = p.run_async(["run", "disk", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("out.md"), "/backups is 95% full.\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the answer, the report: no code request");
+    let report = crate::common::content(&reqs[2], 1);
+    assert!(report.contains("/dev/sdc1       500G  476G   24G  95% /backups"), "{report}");
+    assert!(!report.contains("/run") && !report.contains("65%") && !report.contains("NO_REPLY"), "{report}");
+    assert!(!report.contains("A check of the data"), "{report}");
+    let threshold = super::note_details(&p.show(1).await, "threshold_check");
+    assert_eq!(
+        threshold,
+        ["the results hold 95% where the task says \"filesystem is more than 90%\"; the silence is not believed"]
+    );
+    mock.assert_clean();
+}
+
+/// At the limit or under it nothing crosses, which proves nothing: the model's own check runs as
+/// before and keeps the silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_with_no_percentage_past_the_limit_goes_to_the_code_check() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/disk.yaml", DISK).write("reports/df.txt", &df("90%"));
+    let code = "```python\ndef findings(output: str) -> list:\n    return [l for l in output.splitlines()[1:] if int(l.split()[4].rstrip('%')) > 90]\n```";
+    mock.push_all([tool_call("file_read", json!({"path": "reports/df.txt"})), text("ANSWER: NO_REPLY"), text(code)]);
+    let o = p.run_async(["run", "disk", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "{}", o.stdout);
+    assert!(!p.path().join("out.md").exists());
+    assert_eq!(mock.request_count(), 3, "the read, the answer, the code");
+    assert_eq!(notes(&p.show(1).await), ["the code check found nothing to report"]);
+    mock.assert_clean();
 }
