@@ -14,6 +14,7 @@ mod comparison;
 mod dispatch;
 pub mod events;
 mod evidence;
+mod fields;
 mod grounding;
 mod guard;
 mod history;

@@ -41,6 +41,12 @@ pub(super) fn fenced(task: &str) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// The task's own words (empty when it has no fenced data) and the fenced data that is JSON.
+pub(super) fn own_and_data(task: &str) -> (String, Vec<serde_json::Value>) {
+    let data = fenced(task).into_iter().filter_map(|r| serde_json::from_str(task[r].trim()).ok()).collect();
+    (own_words(task).unwrap_or_default(), data)
+}
+
 /// The task's own words, without the data fenced in it; `None` when it has no fenced data.
 pub(super) fn own_words(task: &str) -> Option<String> {
     let fences = fenced(task);

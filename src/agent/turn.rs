@@ -162,11 +162,20 @@ impl Agent {
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
                 let answer = evidence::answer_of(&content).to_string();
-                content = match (&filtered, answers_payload) {
+                let answer = match (&filtered, answers_payload) {
                     (Some(filtered), true) if !answer.trim().is_empty() => {
                         self.cover_items(filtered, &request.messages, &content, answer, &mut stats).await
                     }
                     _ => answer,
+                };
+                // A silence (the token anywhere in it) is no summary that left something out.
+                let silent =
+                    self.routine.as_ref().and_then(|r| r.silent_token.as_deref()).is_some_and(|t| answer.contains(t));
+                content = if answers_payload && !answer.trim().is_empty() && !silent {
+                    let (own, data) = payload::own_and_data(message);
+                    self.cover_fields(&own, &data, &request.messages, &content, answer, &mut stats).await
+                } else {
+                    answer
                 };
             }
             let mut answer = None;
