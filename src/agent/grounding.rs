@@ -103,11 +103,14 @@ impl SentBack {
     /// Whether an answer of a routine turn (`silent`: the silent token) goes back to the model
     /// once, with the tools, because it may rest on a look that did not show the task's facts:
     /// after a failed look, when the failure says which path was meant or that the command was
-    /// called wrong, or the answer is the silent token ([`last_failure`]); and a silent answer
-    /// after a file was read only in part ("all is well" is not known from part of a file,
-    /// [`part_read`]). The note's kind and text, and the message to send; marks it sent.
+    /// called wrong, or the answer is the silent token ([`last_failure`]); and any answer after
+    /// a file was read only in part ("all is well" is not known from part of a file, nor is the
+    /// port of a config file whose first line the model read: it answered 8080 for the 8420 of
+    /// line 6, [`part_read`]). The note's kind and text, and the message to send; marks it
+    /// sent.
     pub(super) fn back(
         &mut self,
+        task: &str,
         calls: &[CallRecord],
         silent: bool,
         lang: Language,
@@ -120,14 +123,14 @@ impl SentBack {
                 failure_message(lang, &failure),
             ));
         }
-        if !silent || self.part {
+        if self.part {
             return None;
         }
-        let part = part_read(calls)?;
+        let part = part_read(calls).filter(|part| !part.asked_for(task))?;
         self.part = true;
         Some((
             "part_read_reask",
-            "the silent reply came after a file was read only in part; asked for the rest",
+            "the reply came after a file was read only in part; asked for the rest",
             part_read_message(lang, &part),
         ))
     }
@@ -141,16 +144,25 @@ impl SentBack {
 /// call it), or a search matched no line (the model searched for a word of the task, `timeout`
 /// or `open`, where the file says `timed out` or `- [ ]`, and answered that the search failed).
 /// The failure as the model read it, and the exact call its hint names, if any.
+///
+/// A refusal goes back too when the engine's refusal names the one command that does the job
+/// (a pipe into `wc`, [`fix`]): the policy still decides that call, and the model that answered
+/// "I will try again." after `grep -n 'open' TODO.md | wc -l` was refused delivered that as
+/// the routine's output (bench/README.md, stop 37).
 pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure> {
     let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
-    if !matches!(
-        last.status,
-        ToolStatus::Failed | ToolStatus::Error | ToolStatus::InvalidArgs | ToolStatus::UnknownTool
-    ) {
+    let refused_with_fix = last.status == ToolStatus::Refused && fix(last).is_some();
+    if !refused_with_fix
+        && !matches!(
+            last.status,
+            ToolStatus::Failed | ToolStatus::Error | ToolStatus::InvalidArgs | ToolStatus::UnknownTool
+        )
+    {
         return None;
     }
     let misused = last.tool == "shell" && misused(&last.result);
-    (silent || misused || no_match(last) || crate::tools::names_a_near_path(&last.result)).then(|| Failure::of(last))
+    (silent || misused || refused_with_fix || no_match(last) || crate::tools::names_a_near_path(&last.result))
+        .then(|| Failure::of(last))
 }
 
 /// A file the turn read only in part: its path, the first and last line shown, and its lines.
@@ -162,11 +174,29 @@ pub(super) struct PartRead {
     lines: usize,
 }
 
+impl PartRead {
+    /// Whether the part is the one `task` asks about: the first lines of a task that says
+    /// "first", "head", "top", "beginning" (开头, 第一, 前几; not 前 alone, which is in 当前,
+    /// "current"), or the last lines of one that says
+    /// "last", "latest", "tail", "end", "bottom" (最后, 最新, 末尾). "And its first line?" read
+    /// with `limit: 1` is answered.
+    fn asked_for(&self, task: &str) -> bool {
+        let lower = task.to_lowercase();
+        let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+        let says = |english: &[&str], chinese: &[&str]| {
+            english.iter().any(|w| words.contains(w)) || chinese.iter().any(|w| lower.contains(w))
+        };
+        (self.first == 1 && says(&["first", "head", "top", "beginning"], &["开头", "第一", "前几", "头几"]))
+            || (self.last == self.lines
+                && says(&["last", "latest", "tail", "end", "bottom"], &["最后", "最新", "末尾"]))
+    }
+}
+
 /// The first file that the turn's successful `file_read` calls showed only in part (their
 /// results end with `(lines A-B of N)` short of the whole file) and no call showed whole.
-/// Asked before a silent answer is taken: "all is well" is not known from part of a file (the
-/// 1.5B model read the first line of a three-line log with `limit: 1` where the task asked
-/// about the last, and answered all is well).
+/// Asked before an answer is taken: "all is well" is not known from part of a file (the 1.5B
+/// model read the first line of a three-line log with `limit: 1` where the task asked about the
+/// last, and answered all is well), nor a value of the lines it did not read.
 pub(super) fn part_read(calls: &[CallRecord]) -> Option<PartRead> {
     let reads = calls.iter().filter(|c| c.tool == "file_read" && c.status == ToolStatus::Success);
     // A read's range: first and last line shown, and the file's lines (`None`: the whole file).
@@ -435,6 +465,9 @@ mod tests {
         );
         let failure = Failure::of(&pipe);
         assert_eq!(failure.fix.as_deref(), Some(r#"shell {"command":"grep -c '404' logs/access.log"}"#));
+        assert_eq!(last_failure(std::slice::from_ref(&pipe), false), Some(Failure::of(&pipe)), "any answer after it");
+        let denied = call("file_write", r#"{"path":"a.md"}"#, "[failed] writes are not approved for this routine");
+        assert_eq!(last_failure(&[denied], false), None, "a refusal without the exact call is final");
         assert_eq!(
             failure_message(Language::Zh, &failure),
             r#"你上一次的工具调用失败了。改为这样调用：shell {"command":"grep -c '404' logs/access.log"}"#
@@ -493,6 +526,12 @@ mod tests {
         assert_eq!(part_read(&[first.clone(), rest]), None, "read whole later");
         let plain = read(r#"{"path":"logs/disk.log"}"#, "07:00 71%\n08:00 78%\n09:00 93%\n");
         assert_eq!(part_read(&[first.clone(), plain]), None);
+        assert!(!part.asked_for("Which port does the app listen on, according to logs/disk.log?"));
+        assert!(!part.asked_for("Look at the last line of logs/disk.log."), "the first line is not the last");
+        assert!(!part.asked_for("查看 logs/disk.log 的最后一行。如果磁盘使用率超过 90%，告诉我当前的使用率"), "当前");
+        assert!(part.asked_for("And its first line?"));
+        let tail = read(r#"{"path":"logs/disk.log","offset":3}"#, "09:00 93%\n(lines 3-3 of 3)");
+        assert!(part_read(std::slice::from_ref(&tail)).unwrap().asked_for("查看 logs/disk.log 的最后一行。"));
         let all_of_it = read(r#"{"path":"a.txt","limit":5}"#, "one\ntwo\n(lines 1-2 of 2)");
         assert_eq!(part_read(&[all_of_it]), None, "a limit past the end showed it all");
         let mut failed = first;

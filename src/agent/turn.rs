@@ -208,7 +208,7 @@ impl Agent {
                 // goes back once per kind, with the tools (`grounding::SentBack::back`).
                 if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
-                    if let Some((kind, note, message)) = sent.back(&calls_made, silent, lang) {
+                    if let Some((kind, note, message)) = sent.back(message, &calls_made, silent, lang) {
                         standing = Some((kind, text.clone()));
                         self.note(kind, note);
                         pending = Some(message);

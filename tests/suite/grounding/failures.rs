@@ -131,6 +131,71 @@ async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_r
     assert_eq!(notes(&h), ["failed_check_reask"]);
 }
 
+/// An answer right after a refusal whose message names the one command that does the job ("I
+/// will try again.", delivered as the output before) goes back once with that command; the
+/// policy still decides the call, and the count rests on the command that ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_after_a_refused_pipe_is_sent_back_with_the_one_command() {
+    let h = Harness::new().await;
+    h.write("TODO.md", "- [ ] open one\n- [x] done\n- [ ] open two\n");
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "grep -n 'open' TODO.md | wc -l"})),
+        text("I will try again."),
+        tool_call("shell", json!({"command": "grep -c -n 'open' TODO.md"})),
+        text("2"),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["grep".into()],
+    );
+    agent.set_routine_name("todos");
+    assert_eq!(agent.process_message("How many tasks are still open?").await.unwrap(), "2");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_text(&reqs[2]),
+        "Your last tool call failed. Call this instead: shell {\"command\":\"grep -c -n 'open' TODO.md\"}"
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Refused, ToolStatus::Success]);
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+/// Any answer after part of a file (the first line of a config file, and the port "8080" made
+/// up for the 8420 of line 6) asks once for the lines the task asks about, with a call
+/// required; a task that asks for the first line is answered from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_after_part_of_a_file_asks_for_the_rest_unless_the_task_asked_for_that_part() {
+    let h = Harness::new().await;
+    h.write("config/app.toml", "[app]\nname = \"inventory\"\n\n[server]\nhost = \"0.0.0.0\"\nport = 8420\n");
+    let first_line = || tool_call("file_read", json!({"path": "config/app.toml", "limit": 1}));
+    h.mock.push_all([
+        first_line(),
+        text("The app listens on port 8080."),
+        tool_call("file_read", json!({"path": "config/app.toml"})),
+        text("8420"),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let answer = agent.process_message("Which port does the app listen on, according to config/app.toml?").await;
+    assert_eq!(answer.unwrap(), "8420");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_text(&reqs[2]),
+        "You read only lines 1-1 of the 6 lines of `config/app.toml`. Read the lines the task asks about, then answer."
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert_eq!(notes(&h), ["part_read_reask"]);
+    h.mock.assert_clean();
+
+    h.mock.push_all([first_line(), text("[app]")]);
+    assert_eq!(agent.process_message("What is the first line of config/app.toml?").await.unwrap(), "[app]");
+    assert_eq!(h.mock.requests().len(), 6, "the part the task asked for: no request more");
+    h.mock.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_call_repeated_after_a_look_that_worked_goes_to_the_answer() {
     let h = Harness::new().await;
