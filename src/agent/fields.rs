@@ -18,8 +18,9 @@ use super::events::{RunEvent, TurnStats};
 use crate::config::Language;
 use crate::llm::Message;
 
-/// Most names asked about in one request.
+/// Most names asked about in one request, and most values quoted for one name.
 const MAX_ASKED: usize = 3;
+const MAX_VALUES: usize = 5;
 
 /// A field of the data whose name the task uses and whose number the answer does not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,13 +125,15 @@ fn holds_number(text: &str, number: &str) -> bool {
 /// ([`is_number`]) and the names the task's own words, so nothing of the sender's text but
 /// digits reaches this request unfenced.
 fn ask(lang: Language, missing: &[Missing]) -> String {
-    let parts: Vec<String> = missing.iter().map(|m| format!("the {} ({})", m.name, m.values.join(", "))).collect();
+    // A payload may repeat a name many times: the first few of its values say which.
+    let values = |m: &Missing, sep: &str| m.values.iter().take(MAX_VALUES).cloned().collect::<Vec<_>>().join(sep);
+    let parts: Vec<String> = missing.iter().map(|m| format!("the {} ({})", m.name, values(m, ", "))).collect();
     let parts = match parts.split_last() {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
         None => String::new(),
     };
-    let zh: Vec<String> = missing.iter().map(|m| format!("{}（{}）", m.name, m.values.join("、"))).collect();
+    let zh: Vec<String> = missing.iter().map(|m| format!("{}（{}）", m.name, values(m, "、"))).collect();
     match lang {
         Language::En => format!(
             "Your answer leaves out {parts} the task asks for. Write the answer again with it, after a line that says \
@@ -237,5 +240,7 @@ mod tests {
             ask(Language::Zh, &[number, total])
                 .starts_with("你的回答漏掉了任务所问的number（812）、total（49.90、12）。")
         );
+        let many = Missing { name: "id".into(), values: (1..=9).map(|i| i.to_string()).collect() };
+        assert!(ask(Language::En, &[many]).starts_with("Your answer leaves out the id (1, 2, 3, 4, 5) the task"));
     }
 }
