@@ -131,12 +131,16 @@ fn boundary_before(before: &str, w: &str) -> bool {
 /// The task's words around a limit, for a note: up to four words before the number, and the
 /// number with its sign.
 fn sentence_words(sentence: &str, lower: &str, number: usize, end: usize) -> String {
-    // `lower` and `sentence` may differ in length (a few letters change length when
-    // lowercased); the note then shows the lowercased words.
-    let text = if sentence.len() == lower.len() { sentence } else { lower };
-    let head: Vec<&str> = text[..number].split_whitespace().collect();
+    // The positions are `lower`'s; a few letters change their length when lowercased, so the
+    // task's own letters are shown only where the positions fall on its characters too
+    // (`get`), else the lowercased words.
+    let (head, limit) = match (sentence.get(..number), sentence.get(number..end)) {
+        (Some(head), Some(limit)) if sentence.len() == lower.len() => (head, limit),
+        _ => (&lower[..number], &lower[number..end]),
+    };
+    let head: Vec<&str> = head.split_whitespace().collect();
     let start = head.len().saturating_sub(4);
-    format!("{} {}", head[start..].join(" "), text[number..end].trim()).trim().to_string()
+    format!("{} {}", head[start..].join(" "), limit.trim()).trim().to_string()
 }
 
 /// The percentages of `text`: where the number starts, its value, and where the `%` (or `％`)
@@ -220,6 +224,11 @@ mod tests {
         assert_eq!(limit_of("Report CPU above 80% or memory above 90%."), None, "two limits");
         assert!(limit_of("Report CPU above 80% or memory above 80%.").is_some(), "one limit twice");
         assert_eq!(limit_of("Report version v2.5% above"), None, "a number glued to a word");
+        // `ẞ` (3 bytes) lowercases to `ß` (2), `İ` (2) to `i̇` (3): the same length in bytes,
+        // other positions between them. No position may fall inside a character.
+        for task in ["ẞẞ CPU above 80% İİ", "ẞ CPU above 80%", "İİ CPU above 80% ẞẞ"] {
+            assert_eq!(limit_of(task).map(|l| l.percent), Some(80.0), "{task}");
+        }
     }
 
     #[test]
