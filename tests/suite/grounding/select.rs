@@ -108,21 +108,24 @@ async fn the_least_of_a_tables_rows_is_named_in_the_answer_request() {
     mock.assert_clean();
 }
 
+/// A gateway log of twelve lines: three (the 2nd, 6th, 10th) say `WARN request /api {timed_out}
+/// after 30000ms`, the others `INFO request /api 200 in Nms{info_tail}`.
+fn gateway_log(timed_out: &str, info_tail: &str) -> String {
+    (0..12)
+        .map(|i| match i % 4 {
+            1 => format!("10:{i:02} WARN request /api {timed_out} after 30000ms\n"),
+            _ => format!("10:{i:02} INFO request /api 200 in {}ms{info_tail}\n", 20 + i),
+        })
+        .collect()
+}
+
 /// A search that matched no line goes back once with the advice to read the file; the lines of
 /// the file read then are counted by the model's `keep`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
-    let log: String = (0..12)
-        .map(|i| {
-            if i % 4 == 1 {
-                format!("10:{i:02} WARN request /api timed out after 30000ms\n")
-            } else {
-                format!("10:{i:02} INFO request /api 200 in {}ms\n", 20 + i)
-            }
-        })
-        .collect();
+    let log = gateway_log("timed out", "");
     p.write(
         "routines/timeouts.yaml",
         "prompt: How many requests timed out according to logs/gateway.log?\n\
@@ -174,15 +177,7 @@ async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() 
 async fn a_keep_that_kept_nothing_twice_gives_way_to_the_tasks_words() {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
-    let log: String = (0..12)
-        .map(|i| {
-            if i % 4 == 1 {
-                format!("10:{i:02} WARN request /api Timed Out after 30000ms\n")
-            } else {
-                format!("10:{i:02} INFO request /api 200 in {}ms, out of cache\n", 20 + i)
-            }
-        })
-        .collect();
+    let log = gateway_log("Timed Out", ", out of cache");
     p.write(
         "routines/timeouts.yaml",
         "prompt: How many requests timed out according to logs/gateway.log?\n\
