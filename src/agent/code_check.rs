@@ -36,7 +36,30 @@ use crate::llm::{ChatRequest, Message};
 const HARNESS: &str = r#"import json, sys
 with open(sys.argv[2], encoding="utf-8") as f:
     data = f.read()
-found = define(sys.argv[1], "check.py")["findings"](data)
+findings = define(sys.argv[1], "check.py")["findings"]
+def parses(text):
+    try:
+        findings(text)
+        return True
+    except Exception:
+        return False
+# A function that fails on the whole output runs once more without a table's header: when the
+# only lines it cannot take on their own are the first line (`int("days_left")`) and lines of
+# no letter or digit (`-----`), and some line is left. A data line it cannot take leaves the
+# failure standing: the line could hold what the task asks about.
+skipped = 0
+try:
+    found = findings(data)
+except Exception:
+    lines = data.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    fails = {i for i, line in enumerate(lines) if not parses(line)}
+    kept = [line for i, line in enumerate(lines) if i not in fails]
+    header = lambda i: i == first or not any(c.isalnum() for c in lines[i])
+    if not fails or not all(header(i) for i in fails) or not any(line.strip() for line in kept):
+        raise
+    skipped = len(fails)
+    found = findings("\n".join(kept))
 COLLECTIONS = (list, tuple, set, frozenset, dict)
 def parts(v):
     # What counts in a value: a dict with lists in it counts by those lists only
@@ -65,7 +88,7 @@ def walk(v, depth=0):
     elif not isinstance(v, bool):
         strings.append(str(v)[:500])
 walk(found)
-sys.stdout.write("\n" + json.dumps({"found": something(found), "strings": strings}) + "\n")
+sys.stdout.write("\n" + json.dumps({"found": something(found), "strings": strings, "skipped": skipped}) + "\n")
 "#;
 
 /// The wall-clock limit of one check (the harness also limits CPU time to 5 s).
@@ -191,7 +214,14 @@ impl Agent {
         let Some(code) = python::code_of(&reply, "findings") else {
             return Verdict::Unknown("the reply held no `findings` function".into());
         };
-        match run(&code, &data, &self.opts.shell).await {
+        let (verdict, skipped) = run(&code, &data, &self.opts.shell).await;
+        if skipped > 0 {
+            let detail = format!(
+                "the function failed on the whole output; it ran again without the {skipped} lines it cannot take on their own"
+            );
+            self.record(RunEvent::Note { kind: "code_check_lines_left_out", detail });
+        }
+        match verdict {
             Verdict::Found(strings) => in_data(strings, &data),
             other => other,
         }
@@ -206,9 +236,18 @@ impl Agent {
     /// clock times of three). `None` when the call failed or its answer is empty or not an answer
     /// (a call written as text, template tokens): then the review decides.
     ///
-    /// A limit crossed (`by_code` false) is not said: the lines show it, and told "a check found
-    /// something", the model named `/backups` without the 95% the task asked for (four forms of
-    /// the sentence, none with it; without one: `/backups is 95% full`).
+    /// What the check found is said as "(The data above shows only the lines of the results that
+    /// the task asks about. Quote each of them.)": told "A check of the data found something
+    /// the task asks you to report", the model answered "There are failed payments listed in the
+    /// logs/payments.log file." beside the FAILED line; replayed on the eight recorded reports,
+    /// seven the same or better (`payment 882 FAILED card declined`, `/backups 95%`), one that
+    /// gave the failure's reason without its time (bench/README.md, stop 38). The same goes for
+    /// a limit crossed (`by_code` false): with no sentence, the model answered "There is no host
+    /// using more than 90% CPU" from the line `web-2  97%`, and told "a check found something"
+    /// it named `/backups` without the 95% the task asked for (four forms of that sentence);
+    /// with this one, "web-2 is using 97% CPU" and "/backups 95%" (three recorded reports of
+    /// three). Where no line holds what was found, the results are shown whole and only the
+    /// code check says, in the older sentence, that a check found something.
     pub async fn report_found(
         &self,
         task: &SilenceTask,
@@ -216,15 +255,23 @@ impl Agent {
         by_code: bool,
         stats: &mut TurnStats,
     ) -> Option<String> {
+        use crate::config::Language::{En, Zh};
         let lang = self.opts.language;
-        let said = match (lang, by_code) {
-            (_, false) => "",
-            (crate::config::Language::En, true) => "A check of the data found something the task asks you to report.",
-            (crate::config::Language::Zh, true) => "对数据的检查发现了任务要求报告的内容。",
+        let looked = looked_calls(&self.last_calls);
+        let calls = found_lines(&looked, found);
+        // Whether the data is cut to the lines found, or shown whole (no line held a string found).
+        let cut = calls.len() != looked.len() || calls.iter().zip(&looked).any(|(c, l)| c.result != l.result);
+        let said = match (lang, cut, by_code) {
+            (En, true, _) => {
+                "(The data above shows only the lines of the results that the task asks about. Quote each of them.)"
+            }
+            (Zh, true, _) => "（上面的数据只列出了结果中任务所问的那些行。请逐一引用它们。）",
+            (En, false, true) => "A check of the data found something the task asks you to report.",
+            (Zh, false, true) => "对数据的检查发现了任务要求报告的内容。",
+            (_, false, false) => "",
         };
         let now = (self.clock)().with_timezone(&self.opts.timezone);
         let now = format!("Current time: {} ({})", now.format("%Y-%m-%d %H:%M %:z, %A"), self.opts.timezone.name());
-        let calls = found_lines(&looked_calls(&self.last_calls), found);
         let messages = super::evidence::messages(
             format!("{}\n\n{said}", task.task.trim()).trim_end(),
             &calls,
@@ -423,29 +470,34 @@ fn code_request(task: &SilenceTask, calls: &[&CallRecord], data: &str) -> Vec<Me
     ]
 }
 
-/// Runs `code` on `data` with the harness, contained (`python.rs`).
-async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Verdict {
+/// Runs `code` on `data` with the harness, contained (`python.rs`): the verdict, and how many
+/// lines the function ran without (the harness's second try, above).
+async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> (Verdict, usize) {
     let harness = format!("{}{}{HARNESS}", python::LIMITS, python::DEFINE);
     match python::run(&harness, code, data, TIMEOUT, shell).await {
         Ok(out) => verdict_of(&out.output, out.code),
-        Err(why) => Verdict::Unknown(why.to_string()),
+        Err(why) => (Verdict::Unknown(why.to_string()), 0),
     }
 }
 
-/// The verdict in the harness's last line, when it exited 0; else the error's last line.
-fn verdict_of(output: &str, code: Option<i32>) -> Verdict {
+/// The verdict in the harness's last line and the lines it left out, when it exited 0; else
+/// the error's last line.
+fn verdict_of(output: &str, code: Option<i32>) -> (Verdict, usize) {
     let last = output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
     if code == Some(0) {
         #[derive(serde::Deserialize)]
         struct Line {
             found: bool,
             strings: Vec<String>,
+            #[serde(default)]
+            skipped: usize,
         }
         if let Ok(line) = serde_json::from_str::<Line>(last) {
-            return if line.found { Verdict::Found(line.strings) } else { Verdict::Nothing };
+            let verdict = if line.found { Verdict::Found(line.strings) } else { Verdict::Nothing };
+            return (verdict, line.skipped);
         }
     }
-    Verdict::Unknown(python::failure(last, code).to_string())
+    (Verdict::Unknown(python::failure(last, code).to_string()), 0)
 }
 
 #[cfg(test)]

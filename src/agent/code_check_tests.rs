@@ -33,17 +33,26 @@ fn the_code_is_the_fenced_block_or_the_whole_reply_and_needs_the_function() {
     assert_eq!(python::code_of("NO_REPLY", "findings"), None);
 }
 
+fn verdict(output: &str, code: Option<i32>) -> Verdict {
+    verdict_of(output, code).0
+}
+
 #[test]
 fn only_the_harness_line_after_a_clean_exit_is_a_verdict() {
-    assert_eq!(verdict_of("\n{\"found\": true, \"strings\": [\"x\"]}\n", Some(0)), Verdict::Found(vec!["x".into()]));
-    assert_eq!(verdict_of("debug print\n{\"found\": false, \"strings\": []}\n", Some(0)), Verdict::Nothing);
-    let failed = verdict_of("{\"found\": false, \"strings\": []}\nTraceback\nValueError: x", Some(1));
-    assert!(matches!(failed, Verdict::Unknown(w) if w.contains("ValueError")));
-    assert!(matches!(verdict_of("{\"found\": true, \"strings\": []}", Some(1)), Verdict::Unknown(_)));
-    assert!(matches!(verdict_of("{\"found\": true}", Some(0)), Verdict::Unknown(_)));
-    assert!(matches!(verdict_of("", None), Verdict::Unknown(w) if w.starts_with("it was killed")));
     assert_eq!(
-        verdict_of("", Some(137)),
+        verdict_of("{\"found\": false, \"strings\": [], \"skipped\": 2}", Some(0)),
+        (Verdict::Nothing, 2),
+        "the lines the second try left out"
+    );
+    assert_eq!(verdict("\n{\"found\": true, \"strings\": [\"x\"]}\n", Some(0)), Verdict::Found(vec!["x".into()]));
+    assert_eq!(verdict("debug print\n{\"found\": false, \"strings\": []}\n", Some(0)), Verdict::Nothing);
+    let failed = verdict("{\"found\": false, \"strings\": []}\nTraceback\nValueError: x", Some(1));
+    assert!(matches!(failed, Verdict::Unknown(w) if w.contains("ValueError")));
+    assert!(matches!(verdict("{\"found\": true, \"strings\": []}", Some(1)), Verdict::Unknown(_)));
+    assert!(matches!(verdict("{\"found\": true}", Some(0)), Verdict::Unknown(_)));
+    assert!(matches!(verdict("", None), Verdict::Unknown(w) if w.starts_with("it was killed")));
+    assert_eq!(
+        verdict("", Some(137)),
         Verdict::Unknown("it was killed by signal 9 (a limit of CPU time or memory)".into())
     );
 }

@@ -55,7 +55,12 @@ async fn a_silence_next_to_the_problem_is_found_by_the_code_and_reported() {
     assert_eq!(reqs[2]["temperature"], 0.0);
     // The report: the task and the data, with what the check found; the token is not offered.
     let report = crate::common::content(&reqs[3], 1);
-    assert!(report.contains("A check of the data found something the task asks you to report."), "{report}");
+    assert!(
+        report.contains(
+            "(The data above shows only the lines of the results that the task asks about. Quote each of them.)"
+        ),
+        "{report}"
+    );
     assert!(report.contains("09:12 ERROR payment provider unreachable") && !report.contains("NO_REPLY"), "{report}");
     assert!(!report.contains("INFO"), "the report reads only the lines the function found: {report}");
     assert_eq!(notes(&p.show(1).await), ["the code check found something the task asks to report"]);
@@ -124,6 +129,52 @@ async fn a_check_that_fails_leaves_the_silence_to_the_review() {
         notes[0].starts_with("the code check could not decide: it exited 1: ValueError: invalid literal for int()"),
         "{notes:?}"
     );
+}
+
+/// The 1.5B model's check of a certificate table, word for word: it parses every line,
+/// the header too (`int('days_left')` raises).
+const DAYS: &str = "```python\nimport re\n\ndef findings(output: str) -> list:\n    findings = []\n    lines = output.split('\\n')\n    for line in lines:\n        if line.strip():\n            domain, days_left = line.split()\n            if int(days_left) < 14:\n                findings.append((domain, days_left))\n    return findings\n```";
+
+/// A function that fails only on a table's header runs again without it: the certificate that
+/// expires in 6 days is found and reported, where the failure left the silence to a review that
+/// kept it (the probe's cert-expiry task, bench/README.md, stop 38).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_fails_only_on_the_header_runs_again_without_it() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/watch.yaml", WATCH)
+        .write("notes.txt", "domain               days_left\nshop.example.com     83\napi.example.com      6\n\n----\nmail.example.com     41\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        text("NO_REPLY"),
+        text(DAYS),
+        text("ANSWER: api.example.com expires in 6 days."),
+    ]);
+    let o = p.run_async(["run", "watch", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("out.md"), "api.example.com expires in 6 days.\n");
+    let report = crate::common::content(&mock.requests()[3], 1);
+    assert!(report.contains("api.example.com      6") && !report.contains("shop.example.com"), "{report}");
+    assert_eq!(notes(&p.show(1).await), ["the code check found something the task asks to report"]);
+    assert_eq!(
+        super::note_details(&p.show(1).await, "code_check_lines_left_out"),
+        ["the function failed on the whole output; it ran again without the 2 lines it cannot take on their own"]
+    );
+    mock.assert_clean();
+}
+
+/// A data line the function cannot take is not left out: it could hold what the task asks
+/// about, so the failure stands and the review decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_that_fails_on_a_data_line_leaves_the_silence_to_the_review() {
+    let notes = left_to_the_review("domain days_left\nshop.example.com 83\napi.example.com soon\n", DAYS).await;
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].starts_with("the code check could not decide: it exited 1: ValueError"), "{notes:?}");
+    // Nor the only line there is.
+    let code =
+        "```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```";
+    let notes = left_to_the_review("usage 93%\n", code).await;
+    assert!(notes[0].starts_with("the code check could not decide"), "{notes:?}");
 }
 
 /// A function that answers in words of its own found nothing in the data: the silence is
@@ -343,6 +394,7 @@ async fn a_silence_over_a_percentage_past_the_tasks_limit_is_reported() {
     assert!(report.contains("/dev/sdc1       500G  476G   24G  95% /backups"), "{report}");
     assert!(!report.contains("/run") && !report.contains("65%") && !report.contains("NO_REPLY"), "{report}");
     assert!(!report.contains("A check of the data"), "{report}");
+    assert!(report.contains("that the task asks about. Quote each of them.)"), "{report}");
     let threshold = super::note_details(&p.show(1).await, "threshold_check");
     assert_eq!(
         threshold,
