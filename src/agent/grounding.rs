@@ -97,6 +97,9 @@ pub(super) struct SentBack {
     pub(super) failure: bool,
     /// A file read only in part, after a silent answer.
     pub(super) part: bool,
+    /// The turn offers `file_read`: a search that matched no line is followed by reading the
+    /// file with it; without it, with the search's command printing every line.
+    pub(super) file_read: bool,
 }
 
 impl SentBack {
@@ -115,8 +118,11 @@ impl SentBack {
         silent: bool,
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
-        if let Some(failure) = (!self.failure).then(|| last_failure(calls, silent)).flatten() {
+        if let Some(mut failure) = (!self.failure).then(|| last_failure(calls, silent)).flatten() {
             self.failure = true;
+            if self.file_read {
+                failure.print_all = None;
+            }
             return Some((
                 "failed_check_reask",
                 "the reply came after a failed tool call; sent the failure back",
@@ -145,6 +151,12 @@ impl SentBack {
 /// or `open`, where the file says `timed out` or `- [ ]`, and answered that the search failed).
 /// The failure as the model read it, and the exact call its hint names, if any.
 ///
+/// Also whenever no call of the turn succeeded: such an answer rests on nothing the tools
+/// returned. The 1.5B model, its `git log -1 --pretty=format:%an %s` failed, answered with how
+/// the command should be written and the engine delivered that as who made the last commit
+/// (bench/README.md, stop 38). It goes back once per turn ([`SentBack`]); an answer after the
+/// second failure stands, as the decision principles ask ("report exactly what failed").
+///
 /// A refusal goes back too when the engine's refusal names the one command that does the job
 /// (a pipe into `wc`, [`fix`]): the policy still decides that call, and the model that answered
 /// "I will try again." after `grep -n 'open' TODO.md | wc -l` was refused delivered that as
@@ -161,8 +173,14 @@ pub(super) fn last_failure(calls: &[CallRecord], silent: bool) -> Option<Failure
         return None;
     }
     let misused = last.tool == "shell" && misused(&last.result);
-    (silent || misused || refused_with_fix || no_match(last) || crate::tools::names_a_near_path(&last.result))
-        .then(|| Failure::of(last))
+    let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
+    (silent
+        || !looked
+        || misused
+        || fix(last).is_some()
+        || no_match(last)
+        || crate::tools::names_a_near_path(&last.result))
+    .then(|| Failure::of(last))
 }
 
 /// A file the turn read only in part: its path, the first and last line shown, and its lines.
@@ -274,14 +292,71 @@ pub(super) struct Failure {
     fix: Option<String>,
     /// It was a search that matched no line ([`no_match`]).
     no_match: bool,
+    /// For such a search where `file_read` is not offered: the call that prints every line of
+    /// the files it searched ([`print_all`]).
+    print_all: Option<String>,
 }
 
 impl Failure {
     fn of(call: &CallRecord) -> Failure {
         let lines: Vec<&str> = call.result.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
         let text: String = lines.join("\n").chars().take(600).collect();
-        Failure { lines: format!("{} {}\n{text}", call.tool, call.arguments), fix: fix(call), no_match: no_match(call) }
+        let no_match = no_match(call);
+        Failure {
+            lines: format!("{} {}\n{text}", call.tool, call.arguments),
+            fix: fix(call),
+            no_match,
+            print_all: no_match.then(|| print_all(call)).flatten(),
+        }
     }
+}
+
+/// The `grep` call that prints every line of the files a `grep` searched (`grep -n '' FILE`),
+/// the way to read them with the command the routine allows when `file_read` is not offered.
+/// Told "Read the file itself" without it, the 1.5B model that searched `warning` in a log of
+/// `WARN` lines made the same search again and answered there were none (bench/README.md, stop
+/// 38); given this call, it made it. `None` for other commands, a recursive search, or no file
+/// named.
+fn print_all(call: &CallRecord) -> Option<String> {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    let parsed = crate::policy::command::parse(args.get("command")?.as_str()?).ok()?;
+    if !matches!(parsed.base.as_str(), "grep" | "egrep" | "fgrep") || !parsed.inner.is_empty() {
+        return None;
+    }
+    // Options that take the next word as their value, and those that give the pattern.
+    const VALUE: &[&str] = &["-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count"];
+    let mut positional = Vec::new();
+    let mut pattern_given = false;
+    let mut words = parsed.argv[1..].iter();
+    while let Some(word) = words.next() {
+        let w = word.as_str();
+        if w.starts_with('-') && w.len() > 1 {
+            // A recursive search (`-r`, `-R`, alone or in a cluster such as `-rn`) names folders.
+            let cluster = !w.starts_with("--") && w[1..].contains(['r', 'R']);
+            if cluster || ["--recursive", "--dereference-recursive", "-d", "--directories"].contains(&w) {
+                return None;
+            }
+            pattern_given |= ["-e", "-f", "--regexp", "--file"].contains(&w) || w.starts_with("--regexp=");
+            if VALUE.contains(&w) {
+                words.next();
+            }
+        } else {
+            positional.push(w);
+        }
+    }
+    let files = if pattern_given { &positional[..] } else { positional.get(1..)? };
+    if files.is_empty() {
+        return None;
+    }
+    let quoted: Option<Vec<String>> = files
+        .iter()
+        .map(|f| {
+            let plain = f.chars().all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c));
+            if plain { Some(f.to_string()) } else { (!f.contains('\'')).then(|| format!("'{f}'")) }
+        })
+        .collect();
+    let command = format!("grep -n '' {}", quoted?.join(" "));
+    Some(format!("shell {}", serde_json::json!({ "command": command })))
 }
 
 /// The call the engine's own hint in `call`'s result makes exact: the command a refused pipe
@@ -297,6 +372,12 @@ fn fix(call: &CallRecord) -> Option<String> {
     {
         return Some(format!("shell {}", serde_json::json!({ "command": one })));
     }
+    if call.tool == "shell"
+        && call.status == ToolStatus::Failed
+        && let Some(joined) = crate::tools::format_fix(head)
+    {
+        return Some(format!("shell {}", serde_json::json!({ "command": joined })));
+    }
     let (wanted, instead) = crate::tools::near_path(head)?;
     call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))
 }
@@ -307,12 +388,22 @@ fn fix(call: &CallRecord) -> Option<String> {
 pub(super) fn failure_message(lang: Language, failure: &Failure) -> String {
     let lines = &failure.lines;
     match (lang, &failure.fix) {
-        (Language::En, None) if failure.no_match => format!(
-            "Your search matched no line:\n{lines}\nThe file may word it differently from your search. The task is not done yet. Read the file itself and answer from its lines."
-        ),
-        (Language::Zh, None) if failure.no_match => format!(
-            "你的搜索没有匹配到任何一行：\n{lines}\n文件里的写法可能和你搜索的词不同。任务还没有完成。请直接读取这个文件，根据它的内容作答。"
-        ),
+        (Language::En, None) if failure.no_match => {
+            let with = failure
+                .print_all
+                .as_ref()
+                .map_or(String::new(), |c| format!(": call this, which prints all of its lines: {c}"));
+            format!(
+                "Your search matched no line:\n{lines}\nThe file may word it differently from your search. The task is not done yet. Read the file itself and answer from its lines{with}."
+            )
+        }
+        (Language::Zh, None) if failure.no_match => {
+            let with =
+                failure.print_all.as_ref().map_or(String::new(), |c| format!("：调用这个，它会打印文件的每一行：{c}"));
+            format!(
+                "你的搜索没有匹配到任何一行：\n{lines}\n文件里的写法可能和你搜索的词不同。任务还没有完成。请直接读取这个文件，根据它的内容作答{with}。"
+            )
+        }
         (Language::En, Some(fix)) => format!("Your last tool call failed. Call this instead: {fix}"),
         (Language::Zh, Some(fix)) => format!("你上一次的工具调用失败了。改为这样调用：{fix}"),
         (Language::En, None) => format!(
@@ -440,14 +531,72 @@ mod tests {
         let failure = last_failure(std::slice::from_ref(&grep), false).expect("a search that found nothing goes back");
         let message = failure_message(Language::En, &failure);
         assert!(message.starts_with("Your search matched no line:\nshell {\"command\":\"grep -n timeout"), "{message}");
-        assert!(message.ends_with("Read the file itself and answer from its lines."), "{message}");
+        assert!(
+            message.ends_with(r#"Read the file itself and answer from its lines: call this, which prints all of its lines: shell {"command":"grep -n '' logs/gateway.log"}."#),
+            "{message}"
+        );
         assert!(failure_message(Language::Zh, &failure).contains("请直接读取这个文件"));
+        // With `file_read` offered, the model reads the file with it.
+        let mut sent = SentBack { file_read: true, ..SentBack::default() };
+        let (_, _, message) =
+            sent.back("How many timeouts?", std::slice::from_ref(&grep), false, Language::En).unwrap();
+        assert!(message.ends_with("Read the file itself and answer from its lines."), "{message}");
+        // The files a search named, whatever its options; none for a recursive one.
+        let with = |command: &str| {
+            print_all(&CallRecord { arguments: serde_json::json!({ "command": command }).to_string(), ..grep.clone() })
+        };
+        assert_eq!(
+            with("grep -i -m 5 -e warn logs/a.log 'my notes.txt'").as_deref(),
+            Some(r#"shell {"command":"grep -n '' logs/a.log 'my notes.txt'"}"#)
+        );
+        assert_eq!(with("grep -r warn logs"), None);
+        assert_eq!(with("grep -nR warn logs"), None);
+        assert_eq!(with("grep warn"), None);
+        assert_eq!(with("wc -l logs/a.log"), None);
         // Only the engine's own first line counts: a command's output that says so does not.
+        let read = CallRecord {
+            tool: "file_read".into(),
+            arguments: r#"{"path":"notes.txt"}"#.into(),
+            status: ToolStatus::Success,
+            result: "09:00 ok".into(),
+        };
         let printed =
             CallRecord { result: "[failed] exit code 3\n[partial output]\nx; no line matched".into(), ..grep.clone() };
-        assert!(last_failure(&[printed], false).is_none());
+        assert!(last_failure(&[read.clone(), printed.clone()], false).is_none());
         let other = CallRecord { result: "[failed] exit code 1".into(), ..grep };
-        assert!(last_failure(&[other], false).is_none(), "any other failure of a non-silent answer stands");
+        assert!(
+            last_failure(&[read.clone(), other.clone()], false).is_none(),
+            "after a call that succeeded, any other failure of a non-silent answer stands"
+        );
+        // With nothing that succeeded, the answer rests on nothing: any failure goes back.
+        assert!(last_failure(&[other], false).is_some() && last_failure(&[printed], false).is_some());
+    }
+
+    #[test]
+    fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
+        let read = CallRecord {
+            tool: "file_read".into(),
+            arguments: r#"{"path":"notes.txt"}"#.into(),
+            status: ToolStatus::Success,
+            result: "09:00 ok".into(),
+        };
+        let argv: Vec<String> = "git log -1 --pretty=format:%an %s".split(' ').map(String::from).collect();
+        let hint = crate::tools::format_fix_note(&argv).unwrap();
+        let git = CallRecord {
+            tool: "shell".into(),
+            arguments: r#"{"command":"git log -1 --pretty=format:%an %s"}"#.into(),
+            status: ToolStatus::Failed,
+            result: format!("[failed] exit code 128; {hint}\n[partial output]\nfatal: ambiguous argument '%s'"),
+        };
+        // Even after a call that succeeded: the fix is exact.
+        let failure = last_failure(&[read, git.clone()], false).expect("the fix goes back");
+        assert_eq!(
+            failure_message(Language::En, &failure),
+            r#"Your last tool call failed. Call this instead: shell {"command":"git log -1 '--pretty=format:%an %s'"}"#
+        );
+        // Only the engine's first line counts.
+        let printed = CallRecord { result: format!("[failed] exit code 128\n[partial output]\n{hint}"), ..git };
+        assert_eq!(fix(&printed), None);
     }
 
     #[test]

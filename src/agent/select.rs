@@ -432,7 +432,27 @@ fn printed(calls: &[CallRecord]) -> Option<(usize, usize)> {
     }
     let [i] = ok[..] else { return None };
     let lines = calls[i].result.lines().filter(|l| !l.trim().is_empty()).count();
-    (calls[i].tool == "shell" && (2..records::MIN_LINES).contains(&lines)).then_some((i, lines))
+    (calls[i].tool == "shell" && (2..records::MIN_LINES).contains(&lines) && !prints_whole(&calls[i]))
+        .then_some((i, lines))
+}
+
+/// Whether a `shell` call printed whole files rather than the lines it chose: `cat`, or a
+/// `grep` whose pattern matches every line (`grep -n '' FILE`, the engine's own way to read a
+/// file when `file_read` is not offered, `grounding.rs`). What it printed is the file, and
+/// how many lines it has counts nothing the task asks about.
+fn prints_whole(call: &CallRecord) -> bool {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).unwrap_or_default();
+    let Some(Ok(parsed)) = args.get("command").and_then(|c| c.as_str()).map(crate::policy::command::parse) else {
+        return false;
+    };
+    match parsed.base.as_str() {
+        "cat" => true,
+        "grep" | "egrep" | "fgrep" => {
+            let pattern = parsed.argv[1..].iter().find(|a| !a.starts_with('-') || a.as_str() == "-");
+            pattern.is_some_and(|p| ["", "^", "$", ".*"].contains(&p.as_str()))
+        }
+        _ => false,
+    }
 }
 
 /// What the answer request says about the lines a command printed.

@@ -67,7 +67,8 @@ impl Agent {
         // again fails. Each of those asks once per turn.
         let mut standing: Option<(&'static str, String)> = None;
         // What went back once instead of an answer (a failed look, a file read in part).
-        let mut sent = grounding::SentBack::default();
+        let mut sent =
+            grounding::SentBack { file_read: specs.iter().any(|s| s.name == "file_read"), ..Default::default() };
         let mut named_sent = false;
         // A write made before the files the task names were read is held back once per turn.
         let mut held_sent = false;

@@ -17,6 +17,7 @@ mod self_info;
 mod shell;
 mod shell_spec;
 mod skill;
+mod split_format;
 mod write;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,7 @@ pub(crate) use shell::run_contained;
 pub use shell::{Contained, Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};
 pub use shell_spec::describe as describe_shell;
 pub use skill::SkillTool;
+pub use split_format::{format_fix, hint as format_fix_note};
 pub use write::{FileEdit, FileWrite, write_atomic};
 
 /// Why a tool call did not produce its output. Who sees what:

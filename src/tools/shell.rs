@@ -84,6 +84,7 @@ impl Tool for Shell {
                 let mut message = format!("exit code {code}");
                 for note in [
                     super::exit_status::meaning(&parsed.argv, code),
+                    super::split_format::hint(&parsed.argv),
                     super::near::command_hint(&ctx.workspace, &text, &allowed),
                 ]
                 .into_iter()

@@ -52,14 +52,135 @@ async fn a_silent_reply_after_a_failed_check_is_sent_back_once() {
     h.mock.assert_clean();
 }
 
+/// An answer after a turn in which no call succeeded rests on nothing: the failure goes back
+/// once, and the answer after it is the routine's output (a missing file is reported).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failure_with_nothing_to_correct_is_reported_as_the_model_answered() {
+async fn a_failure_with_nothing_to_correct_is_sent_back_once_then_reported_as_the_model_answered() {
     let h = Harness::new().await;
-    h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("status.json is missing.")]);
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "status.json"})),
+        text("status.json is missing."),
+        text("status.json does not exist, so there is nothing to summarize."),
+    ]);
     let mut agent = routine_agent(&h, Autonomy::ReadOnly);
-    assert_eq!(agent.process_message("Summarize status.json.").await.unwrap(), "status.json is missing.");
-    assert_eq!(h.mock.request_count(), 2);
+    assert_eq!(
+        agent.process_message("Summarize status.json.").await.unwrap(),
+        "status.json does not exist, so there is nothing to summarize."
+    );
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(last_text(&reqs[2]).starts_with("Your last tool call failed:\nfile_read {\"path\":\"status.json\"}"));
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+    h.mock.assert_clean();
+}
+
+/// After a call that succeeded, an answer after a later failure stands: the model has facts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_after_a_look_that_worked_is_reported_as_the_model_answered() {
+    let h = Harness::new().await;
+    h.write("notes.txt", "status.json is written by the nightly job\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "notes.txt"})),
+        tool_call("file_read", json!({"path": "status.json"})),
+        text("status.json is missing; the nightly job writes it."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    assert_eq!(
+        agent.process_message("Read notes.txt, then summarize status.json.").await.unwrap(),
+        "status.json is missing; the nightly job writes it."
+    );
+    assert_eq!(h.mock.request_count(), 3);
     assert!(notes(&h).is_empty());
+}
+
+/// `git log -1 --pretty=format:%an %s` (the 1.5B model's command, word for word) splits the
+/// format; the result names the split word and the command with the format quoted, the answer
+/// after it goes back as that call, and the call runs against a real repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
+    let h = Harness::new().await;
+    h.write("export.py", "x = 1\n");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(h.workspace())
+            .env("HOME", h.workspace())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "export.py"]);
+    git(&["-c", "user.name=Dara Singh", "-c", "user.email=dara@example.com", "commit", "-q", "-m", "Add CSV export"]);
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "git log -1 --pretty=format:%an %s"})),
+        text("The command failed. You should use the format as one argument."),
+        tool_call("shell", json!({"command": "git log -1 '--pretty=format:%an %s'"})),
+        text("Dara Singh made the last commit: Add CSV export."),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["git".into()],
+    );
+    agent.set_routine_name("last-commit");
+    assert_eq!(
+        agent.process_message("Who made the last commit in this repository?").await.unwrap(),
+        "Dara Singh made the last commit: Add CSV export."
+    );
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let failed = crate::common::content(&reqs[1], 3);
+    assert!(
+        failed.starts_with("[failed] exit code 128; `%s` became an argument of its own; with the format as one argument: `git log -1 '--pretty=format:%an %s'`"),
+        "{failed}"
+    );
+    assert_eq!(
+        last_text(&reqs[2]),
+        r#"Your last tool call failed. Call this instead: shell {"command":"git log -1 '--pretty=format:%an %s'"}"#
+    );
+    assert_eq!(crate::common::content(&reqs[3], 5), "Dara Singh Add CSV export", "the quoted format ran as one");
+    assert_eq!(tool_events(&h), [("shell".into(), ToolStatus::Failed), ("shell".into(), ToolStatus::Success)]);
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+/// A search that matched no line where `file_read` is not offered goes back with the `grep`
+/// that prints every line of the file: the routine's own command reads it, and the count is
+/// taken from those lines (the probe's count-warnings task, bench/README.md, stop 38).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_that_matched_nothing_without_file_read_goes_back_with_a_grep_that_prints_the_file() {
+    let mock = crate::common::mock_llm::MockLlm::start().await;
+    let p = crate::common::Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/warnings.yaml",
+        "prompt: How many warnings are in logs/worker.log?\nagent: { tools: [shell], allow_commands: [grep] }\n",
+    )
+    .write(
+        "logs/worker.log",
+        "10:00 INFO started\n10:01 WARN slow\n10:02 INFO ok\n10:03 WARN retrying\n10:04 ERROR failed\n10:05 INFO done\n",
+    );
+    mock.push_all([
+        tool_call("shell", json!({"command": "grep -n 'warning' logs/worker.log"})),
+        text("There are no warnings."),
+        tool_call("shell", json!({"command": "grep -n '' logs/worker.log"})),
+        text("1"),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'WARN' in line\n```"),
+        text("ANSWER: 2"),
+    ]);
+    let o = p.run_async(["run", "warnings", "--json"]).await;
+    assert_eq!(o.json()["output"], "2", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 6, "the search, the send-back, the grep, the code, the answer: {}", o.stdout);
+    let back = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(
+        back.ends_with(r#"Read the file itself and answer from its lines: call this, which prints all of its lines: shell {"command":"grep -n '' logs/worker.log"}."#),
+        "{back}"
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    let answer = crate::common::content(&reqs[5], 1);
+    assert!(answer.contains("4:10:03 WARN retrying") && !answer.contains("INFO"), "{answer}");
+    mock.assert_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -214,7 +214,8 @@ async fn a_webhook_run_with_its_data_in_the_prompt_leaves_the_first_call_to_the_
         )
     };
     p.write("routines/hook.yaml", &hook("/hooks/deploy", ""))
-        .write("routines/strict.yaml", &hook("/hooks/strict", ", first_call: tool"));
+        .write("routines/strict.yaml", &hook("/hooks/strict", ", first_call: tool"))
+        .write("README.md", "Deploys go through CI.\n");
     let daemon = p.command(["daemon"]).spawn().await;
     daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
     let c = reqwest::Client::builder().no_proxy().build().unwrap();
