@@ -66,13 +66,21 @@ pub(super) struct List {
 }
 
 /// The task with only the kept items of its list, what to tell the model about them, and the
-/// kept items themselves (for [`left_out`]), with their text as the sender wrote it, on one line.
+/// kept items themselves.
 #[derive(Debug, Clone)]
 pub(super) struct Filtered {
     pub task: String,
     pub note: String,
-    pub kept: Vec<Value>,
-    pub kept_text: Vec<String>,
+    pub kept: Kept,
+}
+
+/// The items an answer is asked about (for [`left_out`]), with their text as the data wrote
+/// it, on one line: a webhook's kept items, or the records a "which" task selected
+/// (`select.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Kept {
+    pub values: Vec<Value>,
+    pub text: Vec<String>,
 }
 
 impl Agent {
@@ -87,7 +95,18 @@ impl Agent {
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let messages = code_request(own.trim(), list.key.as_deref(), &items);
         let reply = self.side_call("filter of the webhook's items", messages, Some(0.0), tokens, stats).await;
-        let flags = match reply.as_deref().and_then(|r| python::code_of(r, "keep")) {
+        let what = list.key.as_deref().map_or("the list".to_string(), |k| format!("`{k}`"));
+        let values: Vec<Value> = items.iter().map(|i| serde_json::from_str(i).unwrap_or(Value::Null)).collect();
+        let code = reply.as_deref().and_then(|r| python::code_of(r, "keep"));
+        if let Some(named) = code.as_deref().and_then(|c| names_an_item(c, &values)) {
+            let named: String = named.chars().take(80).collect();
+            self.note(
+                "items_filter",
+                &format!("the items of {what} were not filtered: the filter names an item (\"{named}\")"),
+            );
+            return None;
+        }
+        let flags = match code {
             None => Err(python::RunError::NoFunction("keep")),
             Some(code) => {
                 let data = format!("[{}]", items.join(","));
@@ -97,7 +116,6 @@ impl Agent {
                     .and_then(|out| flags_of(&out.output, out.code, items.len()))
             }
         };
-        let what = list.key.as_deref().map_or("the list".to_string(), |k| format!("`{k}`"));
         let flags = match flags {
             Ok(flags) => flags,
             Err(why) => {
@@ -118,8 +136,10 @@ impl Agent {
         Some(Filtered {
             task,
             note: note(self.opts.language, list.key.as_deref(), kept, flags.len()),
-            kept: kept_items.iter().map(|i| serde_json::from_str(i).unwrap_or(Value::Null)).collect(),
-            kept_text: kept_items.iter().map(|i| compact(i)).collect(),
+            kept: Kept {
+                values: kept_items.iter().map(|i| serde_json::from_str(i).unwrap_or(Value::Null)).collect(),
+                text: kept_items.iter().map(|i| compact(i)).collect(),
+            },
         })
     }
 
@@ -128,21 +148,21 @@ impl Agent {
     /// none out or the request gave nothing usable.
     pub(super) async fn cover_items(
         &self,
-        filtered: &Filtered,
+        kept: &Kept,
         messages: &[Message],
         reply: &str,
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
-        let missing = left_out(&filtered.kept, &answer);
+        let missing = left_out(&kept.values, &answer);
         if missing.is_empty() {
             return answer;
         }
         // As the sender wrote them (with its keys sorted, the model copied the lines as its
         // answer), and fenced: they are the sender's words (SPEC §8).
-        let lines = missing.iter().map(|i| filtered.kept_text[*i].as_str()).collect::<Vec<_>>().join("\n");
+        let lines = missing.iter().map(|i| kept.text[*i].as_str()).collect::<Vec<_>>().join("\n");
         let lines = crate::routine::template::fence(&lines);
-        let (of, all) = (filtered.kept.len(), missing.len() == filtered.kept.len());
+        let (of, all) = (kept.values.len(), missing.len() == kept.values.len());
         let ask = match (self.opts.language, all) {
             (Language::En, true) => format!(
                 "Your answer names none of the {of} items the task asks about:\n{lines}\nAnswer the task again, naming \
@@ -178,7 +198,7 @@ impl Agent {
                     detail: format!(
                         "the answer left out {} of the {} kept items; asked for them",
                         missing.len(),
-                        filtered.kept.len()
+                        kept.values.len()
                     ),
                 });
                 format!("{}\n{}", answer.trim_end(), text.trim())
@@ -289,6 +309,28 @@ fn left_out(kept: &[Value], answer: &str) -> Vec<usize> {
             !own.is_empty() && !own.iter().any(|v| answer.contains(v.as_str()))
         })
         .collect()
+}
+
+/// A text of one item that `code` (a `keep` predicate) compares with: a string literal of the
+/// code that is a whole value of exactly one of `items` and holds a space (a commit's message, a
+/// person's name; not a state such as `down` or `CrashLoopBackOff`). Such a predicate picks
+/// items by what they are called rather than by a field's value, as the prompt asks: for "how
+/// many commits", the 1.5B model wrote `item.get('message') == "Bump version to 2.4.0" or ...`
+/// for two of three, and the answer said 2 (bench/README.md, stop 38). `None` when it names
+/// none.
+pub(super) fn names_an_item(code: &str, items: &[Value]) -> Option<String> {
+    let values: Vec<Vec<String>> = items
+        .iter()
+        .map(|item| {
+            let mut out = Vec::new();
+            leaves(item, &mut out, 0);
+            out
+        })
+        .collect();
+    python::literals(code).into_iter().find(|literal| {
+        let lower = literal.trim().to_lowercase();
+        lower.contains(char::is_whitespace) && values.iter().filter(|v| v.contains(&lower)).count() == 1
+    })
 }
 
 /// The scalar values of `v` that can name it, lowercased.

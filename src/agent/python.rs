@@ -127,3 +127,35 @@ fn failure_text(last: &str, code: Option<i32>) -> String {
         None => format!("it was killed: {why}"),
     }
 }
+
+/// The string literals of Python `code`, in order, outside comments (escapes taken as the
+/// character they escape; a literal ends at its quote or the line's end).
+pub(super) fn literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = code.chars();
+    while let Some(c) = chars.next() {
+        if c == '#' {
+            // A comment, to the end of its line.
+            chars.by_ref().find(|&c| c == '\n');
+            continue;
+        }
+        if c != '\'' && c != '"' {
+            continue;
+        }
+        let mut literal = String::new();
+        let mut escaped = false;
+        for d in chars.by_ref() {
+            match (escaped, d) {
+                (true, _) => {
+                    literal.push(d);
+                    escaped = false;
+                }
+                (false, '\\') => escaped = true,
+                (false, d) if d == c || d == '\n' => break,
+                (false, d) => literal.push(d),
+            }
+        }
+        out.push(literal);
+    }
+    out
+}

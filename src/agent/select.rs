@@ -57,10 +57,13 @@ pub(super) enum Ask {
     /// The one with the least, or the most, of something (objects and rows only).
     Least,
     Most,
+    /// The sum of a number over them (objects and rows only).
+    Total,
 }
 
 /// What `task` asks, from its words: a superlative first ("which warehouse has the least
-/// stock" picks one), then a count, then "which ... are" or "list the ... that".
+/// stock" picks one), then a count, then "which ... are" or "list the ... that", then a total
+/// ("what is the total of the amounts": the 1.5B model added 1200, 350, 800 and 150 to 3950).
 pub(super) fn ask_of(task: &str) -> Option<Ask> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
@@ -80,6 +83,10 @@ pub(super) fn ask_of(task: &str) -> Option<Ask> {
     if MOST.iter().any(|w| has(w)) || ZH_MOST.iter().any(|w| phrase(w)) {
         return Some(Ask::Most);
     }
+    // An amount in Chinese says 多少 too ("总额是多少"): the amount's word decides.
+    if ["总额", "总和", "合计", "总计", "总金额"].iter().any(|p| phrase(p)) {
+        return Some(Ask::Total);
+    }
     if ["how many", "number of", "count the"].iter().any(|p| phrase(p))
         || ["多少", "几个", "几条", "几次", "几行"].iter().any(|p| phrase(p))
     {
@@ -88,6 +95,10 @@ pub(super) fn ask_of(task: &str) -> Option<Ask> {
     let which = has("which") && ["are", "were", "have", "had"].iter().any(|w| has(w));
     if which || phrase("name them") || phrase("哪些") {
         return Some(Ask::Which);
+    }
+    let total = ["total", "sum", "altogether", "combined"].iter().any(|w| has(w)) || phrase("add up");
+    if total || ["总共", "一共"].iter().any(|p| phrase(p)) {
+        return Some(Ask::Total);
     }
     None
 }
@@ -101,6 +112,8 @@ pub(super) struct Selected {
     pub result: String,
     /// What the answer request says about them.
     pub note: String,
+    /// For a "which" task, the kept records, which the answer must name (`items::cover_items`).
+    pub kept: Option<items::Kept>,
 }
 
 impl Agent {
@@ -119,12 +132,12 @@ impl Agent {
         if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls), printed(calls)) {
             let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
             self.note("records_selection", &note);
-            return Some(Selected { call, result: calls[call].result.clone(), note });
+            return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
         }
         let (ask, (call, records)) = (ask_of(task)?, the_one(calls)?);
         let shown = records.shown()?;
         let source = source_of(&calls[call]);
-        let name = if matches!(ask, Ask::Least | Ask::Most) { "value" } else { "keep" };
+        let name = if matches!(ask, Ask::Least | Ask::Most | Ask::Total) { "value" } else { "keep" };
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let mut messages = request(task, ask, records.shape, &source, &shown);
         let what = format!("the {} of `{source}`", noun(records.shape));
@@ -145,6 +158,14 @@ impl Agent {
                 );
                 return None;
             };
+            if let Some(named) = (name == "keep").then(|| items::names_an_item(&code, &records.values)).flatten() {
+                let named: String = named.chars().take(80).collect();
+                self.note(
+                    "records_selection",
+                    &format!("{what} were not selected: the code names a record (\"{named}\")"),
+                );
+                return None;
+            }
             let out = match python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell).await {
                 Ok(out) => out,
                 Err(why) => {
@@ -176,6 +197,7 @@ impl Agent {
                             call,
                             result: records.keep(&flags),
                             note: phrase_note(lang, &source, &phrase, kept, flags.len()),
+                            kept: None,
                         };
                         self.note(
                             "records_selection",
@@ -187,13 +209,21 @@ impl Agent {
                         self.note("records_selection", &format!("the code kept {kept} of {what}; shown as they came"));
                         return None;
                     }
+                    let named = (ask == Ask::Which).then(|| {
+                        let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i]).collect();
+                        items::Kept {
+                            values: at.iter().map(|&i| records.values[i].clone()).collect(),
+                            text: at.iter().map(|&i| records.line(i)).collect(),
+                        }
+                    });
                     Selected {
                         call,
                         result: records.keep(&flags),
-                        note: kept_note(lang, records.shape, &source, kept, flags.len()),
+                        note: kept_note(lang, ask, records.shape, &source, kept, flags.len()),
+                        kept: named,
                     }
                 }
-                Ask::Least | Ask::Most => {
+                Ask::Least | Ask::Most | Ask::Total => {
                     let values =
                         serde_json::from_str::<Vec<Option<f64>>>(last).ok().filter(|v| v.len() == records.len());
                     let Some(values) = values.filter(|_| out.code == Some(0)) else {
@@ -201,6 +231,19 @@ impl Agent {
                         self.note("records_selection", &format!("{what} were not compared: {why}"));
                         return None;
                     };
+                    if ask == Ask::Total {
+                        let Some((sum, counted)) = total(&values) else {
+                            self.note(
+                                "records_selection",
+                                &format!("{what} were not added up: fewer than two numbers"),
+                            );
+                            return None;
+                        };
+                        let note = total_note(lang, records.shape, &source, sum, counted, records.len());
+                        let selected = Selected { call, result: calls[call].result.clone(), note, kept: None };
+                        self.note("records_selection", &format!("{what}: {}", selected.note));
+                        return Some(selected);
+                    }
                     let Some((best, value)) = extreme(&values, ask == Ask::Most) else {
                         self.note("records_selection", &format!("{what} were not compared: fewer than two numbers"));
                         return None;
@@ -217,6 +260,7 @@ impl Agent {
                             &records.line(best),
                             records.len(),
                         ),
+                        kept: None,
                     }
                 }
             };
@@ -356,29 +400,7 @@ fn phrase_note(lang: Language, source: &str, phrase: &str, kept: usize, of: usiz
 /// five) that occur nowhere in `shown`.
 fn absent_literals(code: &str, shown: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut chars = code.chars();
-    while let Some(c) = chars.next() {
-        if c == '#' {
-            // A comment, to the end of its line.
-            chars.by_ref().find(|&c| c == '\n');
-            continue;
-        }
-        if c != '\'' && c != '"' {
-            continue;
-        }
-        let mut literal = String::new();
-        let mut escaped = false;
-        for d in chars.by_ref() {
-            match (escaped, d) {
-                (true, _) => {
-                    literal.push(d);
-                    escaped = false;
-                }
-                (false, '\\') => escaped = true,
-                (false, d) if d == c || d == '\n' => break,
-                (false, d) => literal.push(d),
-            }
-        }
+    for literal in python::literals(code) {
         if literal.chars().count() >= 2 && !shown.contains(&literal) && !out.contains(&literal) && out.len() < 5 {
             out.push(literal);
         }
@@ -514,6 +536,10 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
             "Write a Python function `value(item: dict) -> float` that returns the number the task compares, for one \
              item."
         }
+        (Ask::Total, _) => {
+            "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
+             adds up. If the task adds up only some of the items, return 0 for the others."
+        }
         (_, Shape::Lines) => {
             "Write a Python function `keep(line: str) -> bool` that returns True for the lines the task asks about and \
              False for the others. Test for a word or a value the line contains; do not list lines by number."
@@ -540,15 +566,45 @@ fn extreme(values: &[Option<f64>], most: bool) -> Option<(usize, f64)> {
 }
 
 /// What the answer request says about the kept records.
-fn kept_note(lang: Language, shape: Shape, source: &str, kept: usize, of: usize) -> String {
+///
+/// For a "which" task the note says only that they are the ones asked about, and to name each:
+/// told "2 of the 4 items ... are the ones the task asks about", the 1.5B model answered that
+/// no user had two-factor authentication turned off beside the two that had (and again when
+/// asked to name them); told this, "Ben and Dara" (bench/README.md, stop 38). A count keeps
+/// the numbers, which it answers from.
+fn kept_note(lang: Language, ask: Ask, shape: Shape, source: &str, kept: usize, of: usize) -> String {
     let noun = noun(shape);
-    match lang {
-        Language::En => format!(
+    match (lang, ask) {
+        (Language::En, Ask::Which) => format!(
+            "(The data above shows only the {kept} {noun} of `{source}` that the task asks about. Name each of them.)"
+        ),
+        (Language::Zh, Ask::Which) => {
+            format!("（上面的数据只列出了 `{source}` 中任务所问的 {kept} 行。请逐一写出它们。）")
+        }
+        (Language::En, _) => format!(
             "({kept} of the {of} {noun} of `{source}` are the ones the task asks about; the data above shows only those {kept}.)"
         ),
-        Language::Zh => {
+        (Language::Zh, _) => {
             format!("（`{source}` 的 {of} 行中有 {kept} 行是任务所问的；上面的数据只列出了这 {kept} 行。）")
         }
+    }
+}
+
+/// The sum of the numbers in `values`, rounded to cents against float noise (0.1 + 0.2), and
+/// how many there were; `None` when fewer than two records gave one.
+fn total(values: &[Option<f64>]) -> Option<(f64, usize)> {
+    let numbers: Vec<f64> = values.iter().flatten().copied().collect();
+    (numbers.len() >= 2).then(|| ((numbers.iter().sum::<f64>() * 100.0).round() / 100.0, numbers.len()))
+}
+
+/// What the answer request says about a total.
+fn total_note(lang: Language, shape: Shape, source: &str, sum: f64, counted: usize, of: usize) -> String {
+    let noun = noun(shape);
+    let sum = if sum.fract() == 0.0 && sum.abs() < 1e15 { format!("{}", sum as i64) } else { format!("{sum:.2}") };
+    let over = if counted == of { format!("the {of} {noun}") } else { format!("{counted} of the {of} {noun}") };
+    match lang {
+        Language::En => format!("(Added up over {over} of `{source}`, what the task adds up comes to {sum}.)"),
+        Language::Zh => format!("（按任务所加总的数值，`{source}` 的 {of} 行合计为 {sum}。）"),
     }
 }
 

@@ -13,6 +13,10 @@ fn the_task_says_what_it_asks_of_a_list() {
     assert_eq!(ask_of("Tell me which services are down and their last error."), Some(Ask::Which));
     assert_eq!(ask_of("哪些订单被退款了？"), Some(Ask::Which));
     assert_eq!(ask_of("库存最少的仓库是哪个？"), Some(Ask::Least));
+    assert_eq!(ask_of("What is the total of all amounts in invoices/november.csv?"), Some(Ask::Total));
+    assert_eq!(ask_of("How much did we invoice altogether? Add up the amounts."), Some(Ask::Total));
+    assert_eq!(ask_of("本月发票的总额是多少？"), Some(Ask::Total));
+    assert_eq!(ask_of("How many orders are there in total?"), Some(Ask::Count), "a count first");
     for none in [
         "What is the first unchecked item in TODO.md?",
         "Which product changed its price?",
@@ -67,7 +71,7 @@ fn the_extreme_is_the_least_or_the_most_number() {
         extreme_note(Language::Zh, Shape::Csv, "s.csv", Ask::Most, 2.5, "x,2.5", 3).contains("最大的是（2.5）：x,2.5")
     );
     assert_eq!(
-        kept_note(Language::En, Shape::Lines, "logs/gateway.log", 5, 40),
+        kept_note(Language::En, Ask::Count, Shape::Lines, "logs/gateway.log", 5, 40),
         "(5 of the 40 lines of `logs/gateway.log` are the ones the task asks about; the data above shows only those 5.)"
     );
 }
@@ -165,4 +169,19 @@ fn a_keep_that_kept_nothing_twice_gives_way_to_the_longest_run_of_the_tasks_word
     assert!(task_phrase("How many INFO lines are there?", &Records::of(every).unwrap()).is_none(), "all, not some");
     let json = r#"[{"status": "timed out"}, {"status": "ok"}, {"status": "ok"}]"#;
     assert!(task_phrase("How many timed out?", &Records::of(json).unwrap()).is_none(), "lines of a text only");
+}
+
+#[test]
+fn a_total_adds_the_numbers_the_function_gave() {
+    assert_eq!(total(&[Some(1200.0), Some(350.0), None, Some(800.0), Some(150.0)]), Some((2500.0, 4)));
+    assert_eq!(total(&[Some(0.1), Some(0.2)]), Some((0.3, 2)), "float noise is rounded away at cents");
+    assert_eq!(total(&[Some(5.0), None]), None, "one number is no total of a list");
+    assert_eq!(
+        total_note(Language::En, Shape::Csv, "invoices.csv", 2500.0, 4, 4),
+        "(Added up over the 4 rows of `invoices.csv`, what the task adds up comes to 2500.)"
+    );
+    assert_eq!(
+        total_note(Language::En, Shape::Json, "pay.json", 12.5, 2, 3),
+        "(Added up over 2 of the 3 items of `pay.json`, what the task adds up comes to 12.50.)"
+    );
 }

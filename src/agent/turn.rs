@@ -163,15 +163,22 @@ impl Agent {
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
                 let answer = evidence::answer_of(&content).to_string();
-                let answer = match (&filtered, answers_payload) {
-                    (Some(filtered), true) if !answer.trim().is_empty() => {
-                        self.cover_items(filtered, &request.messages, &content, answer, &mut stats).await
-                    }
-                    _ => answer,
-                };
                 // A silence (the token anywhere in it) is no summary that left something out.
                 let silent =
                     self.routine.as_ref().and_then(|r| r.silent_token.as_deref()).is_some_and(|t| answer.contains(t));
+                // The items the answer must name: a webhook's kept items, or the records a
+                // "which" task selected from a tool result.
+                let named = match (&filtered, answers_payload) {
+                    (Some(filtered), true) => Some(&filtered.kept),
+                    (_, false) => selection.as_ref().and_then(|(_, s)| s.as_ref()).and_then(|s| s.kept.as_ref()),
+                    _ => None,
+                };
+                let answer = match named {
+                    Some(kept) if !answer.trim().is_empty() && (answers_payload || !silent) => {
+                        self.cover_items(kept, &request.messages, &content, answer, &mut stats).await
+                    }
+                    _ => answer,
+                };
                 content = if answers_payload && !answer.trim().is_empty() && !silent {
                     let (own, data) = payload::own_and_data(message);
                     self.cover_fields(&own, &data, &request.messages, &content, answer, &mut stats).await

@@ -150,3 +150,38 @@ async fn the_predicate_runs_contained_and_a_useless_one_leaves_the_data_as_it_ca
     drop(daemon);
     mock.assert_clean();
 }
+
+/// A predicate that picks items by their text (a commit's message) rather than a field's value
+/// is not run: the answer request shows every item as sent (the probe's webhook-push task: for
+/// "how many commits", the model kept two of three by their messages and the answer said 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predicate_that_names_items_by_their_text_leaves_the_list_as_sent() {
+    let mock = MockLlm::start().await;
+    let port = crate::common::os::free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write(
+        "routines/push.yaml",
+        "on: [{ webhook: { path: /hooks/push, auth: none }}]\n\
+         prompt: \"GitHub sent this push event: {{ trigger.body }}. Tell the team who pushed and how many commits.\"\n",
+    );
+    let daemon = p.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let push = r#"{"pusher":{"name":"chloe-m"},"commits":[{"id":"a1b2c3","message":"Bump version to 2.4.0"},{"id":"d4e5f6","message":"Fix checkout totals"},{"id":"0a9b8c","message":"Update changelog"}]}"#;
+    mock.push_all([
+        text("```python\ndef keep(item: dict) -> bool:\n    return item.get('message') == \"Bump version to 2.4.0\" or item.get('message') == \"Fix checkout totals\"\n```"),
+        text("ANSWER: chloe-m pushed 3 commits."),
+    ]);
+    let run = webhook_run(&p, port, "/hooks/push", push, "push").await;
+    let show = p.show(run["run_id"].as_i64().unwrap()).await;
+    assert_eq!(show["output"], "chloe-m pushed 3 commits.");
+    assert_eq!(
+        note_details(&show, "items_filter"),
+        ["the items of `commits` were not filtered: the filter names an item (\"Bump version to 2.4.0\")"]
+    );
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "no answer asked about kept items");
+    let answer = crate::common::content(&reqs[1], 1);
+    assert!(answer.contains("Update changelog") && !answer.contains("the ones the task asks about"), "{answer}");
+    drop(daemon);
+    mock.assert_clean();
+}

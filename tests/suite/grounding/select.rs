@@ -325,3 +325,82 @@ async fn a_count_over_the_few_lines_a_search_printed_is_told_how_many() {
     assert!(answer.contains("were refunded?\n\n(The command `grep refunded orders.csv` printed 3 lines.)"), "{answer}");
     mock.assert_clean();
 }
+
+/// A "which" task: the answer request says the records shown are the ones asked about and to
+/// name each (told "2 of the 4 items ...", the 1.5B model answered that there were none); an
+/// answer that still names none of them is asked once more, naming the records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_which_answer_that_names_none_of_the_selected_records_is_asked_to_name_them() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/admins.yaml",
+        "prompt: Which users in users.json are admins?\nagent: { tools: [file_read, file_list] }\n",
+    )
+    .write("users.json", USERS);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "users.json"})),
+        text("```python\ndef keep(item):\n    return item['role'] == 'admin'\n```"),
+        text("ANSWER: There are no admins."),
+        text("ANSWER: Priya and Tomas."),
+    ]);
+    let o = p.run_async(["run", "admins", "--json"]).await;
+    assert_eq!(o.json()["output"], "There are no admins.\nPriya and Tomas.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "the read, the code, the answer, the answer again: {}", o.stdout);
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(
+        answer.contains(
+            "(The data above shows only the 2 items of `users.json` that the task asks about. Name each of them.)"
+        ),
+        "{answer}"
+    );
+    assert!(!answer.contains("Mei") && !answer.contains("Oskar"), "{answer}");
+    let again = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(
+        again.starts_with("Your answer names none of the 2 items the task asks about:\n<untrusted_data"),
+        "{again}"
+    );
+    assert!(again.contains(r#"{"name":"Priya","role":"admin"}"#) && again.contains("Tomas"), "{again}");
+    assert_eq!(super::note_kinds(&p.show(1).await).iter().filter(|k| *k == "items_left_out").count(), 1);
+    mock.assert_clean();
+}
+
+/// A total over the rows of a table is the engine's sum of the numbers the model's `value`
+/// gives for each row (the 1.5B model added four amounts to 3950 where they make 2500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_total_is_added_up_by_the_engine_from_the_models_value_of_each_row() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/total.yaml",
+        "prompt: What is the total of all amounts in invoices/november.csv?\nagent: { tools: [file_read] }\n",
+    )
+    .write(
+        "invoices/november.csv",
+        "invoice,client,amount\nINV-101,Acme,1200\nINV-102,Globex,350\nINV-103,Initech,800\nINV-104,Hooli,150\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "invoices/november.csv"})),
+        text("```python\ndef value(item: dict) -> float:\n    return float(item['amount'])\n```"),
+        text("ANSWER: 2500"),
+    ]);
+    let o = p.run_async(["run", "total", "--json"]).await;
+    assert_eq!(o.json()["output"], "2500", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the code, the answer");
+    let code = crate::common::content(&reqs[1], 1);
+    assert!(code.contains("`value(item: dict) -> float` that returns the number of one item that the task adds up. If the task adds up only some of the items, return 0 for the others."), "{code}");
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(
+        answer.contains("(Added up over the 4 rows of `invoices/november.csv`, what the task adds up comes to 2500.)"),
+        "{answer}"
+    );
+    assert_eq!(
+        notes(&p.show(1).await),
+        [
+            "the rows of `invoices/november.csv`: (Added up over the 4 rows of `invoices/november.csv`, what the task adds up comes to 2500.)"
+        ]
+    );
+    mock.assert_clean();
+}
