@@ -11,6 +11,7 @@ mod approach;
 pub mod attach;
 mod code_check;
 mod comparison;
+mod difference;
 mod dispatch;
 pub mod events;
 mod evidence;

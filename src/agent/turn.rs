@@ -105,9 +105,12 @@ impl Agent {
                     }
                     None => std::borrow::Cow::Borrowed(&calls_made),
                 };
-                evidence::messages(message, &calls, lang, now, &remembered, selected.map(|s| s.note.as_str())).map(
-                    |m| (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results")),
-                )
+                // Which lines of one list the other lacks (`difference.rs`), when nothing was selected.
+                let lacks = selected.is_none().then(|| super::difference::note(message, &calls_made, lang)).flatten();
+                let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref());
+                evidence::messages(message, &calls, lang, now, &remembered, note).map(|m| {
+                    (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
+                })
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
                 let (task, note) =
                     filtered.as_ref().map_or((message, None), |f| (f.task.as_str(), Some(f.note.as_str())));
@@ -256,6 +259,8 @@ impl Agent {
                     let looked = calls_made.iter().any(|c| c.status == ToolStatus::Success);
                     let why = if super::select::reask(message, &calls_made, text) {
                         Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
+                    } else if super::difference::note(message, &calls_made, lang).is_some() {
+                        Some(("difference_reask", "the turn answered which lines of one list the other lacks itself"))
                     } else if looked && super::questions::count(message) >= 2 {
                         Some(("questions_reask", "the turn answered a task of several questions itself"))
                     } else {

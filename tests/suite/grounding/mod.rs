@@ -4,6 +4,7 @@
 
 mod code_check;
 mod commands;
+mod difference;
 mod failures;
 mod first_call;
 mod held;
