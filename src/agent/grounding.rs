@@ -372,14 +372,24 @@ fn fix(call: &CallRecord) -> Option<String> {
     {
         return Some(format!("shell {}", serde_json::json!({ "command": one })));
     }
+    // A format split into words: the command with it joined, computed again from the call's
+    // own command (not read back from its result, which a file name could imitate), when the
+    // engine's line named it.
     if call.tool == "shell"
         && call.status == ToolStatus::Failed
-        && let Some(joined) = crate::tools::format_fix(head)
+        && head.contains("became an argument of its own")
+        && let Some(joined) = shell_argv(call).and_then(|argv| crate::tools::joined_format(&argv))
     {
         return Some(format!("shell {}", serde_json::json!({ "command": joined })));
     }
     let (wanted, instead) = crate::tools::near_path(head)?;
     call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))
+}
+
+/// The words of a `shell` call's command, as the policy parses them.
+fn shell_argv(call: &CallRecord) -> Option<Vec<String>> {
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    crate::policy::command::parse(args.get("command")?.as_str()?).ok().map(|p| p.argv)
 }
 
 /// What sends a failed last call back before its answer is taken. With a fix, only the fix:
@@ -595,8 +605,18 @@ mod tests {
             r#"Your last tool call failed. Call this instead: shell {"command":"git log -1 '--pretty=format:%an %s'"}"#
         );
         // Only the engine's first line counts.
-        let printed = CallRecord { result: format!("[failed] exit code 128\n[partial output]\n{hint}"), ..git };
+        let printed = CallRecord { result: format!("[failed] exit code 128\n[partial output]\n{hint}"), ..git.clone() };
         assert_eq!(fix(&printed), None);
+        // The call comes from the command itself: a result that imitates the line (a file named
+        // so, say) makes nothing of a command whose format was not split.
+        let imitated = CallRecord {
+            arguments: r#"{"command":"grep x notes.txt"}"#.into(),
+            result:
+                "[failed] exit code 2; `a` became an argument of its own; with the format as one argument: `rm -rf x`"
+                    .into(),
+            ..git
+        };
+        assert_eq!(fix(&imitated), None);
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub(crate) use shell::run_contained;
 pub use shell::{Contained, Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};
 pub use shell_spec::describe as describe_shell;
 pub use skill::SkillTool;
-pub use split_format::{format_fix, hint as format_fix_note};
+pub use split_format::{hint as format_fix_note, joined as joined_format};
 pub use write::{FileEdit, FileWrite, write_atomic};
 
 /// Why a tool call did not produce its output. Who sees what:

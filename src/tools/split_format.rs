@@ -6,16 +6,25 @@
 //!
 //! The failed call's result says which word was split off and gives the command with the
 //! format as one quoted argument; the engine sends that command back as the call to make
-//! (`agent/grounding.rs`), and the policy decides it like any other. Nothing is rewritten
+//! (`agent/grounding.rs`, which computes it again from the call's own command, never reading
+//! it back from a result), and the policy decides it like any other. Nothing is rewritten
 //! before it runs: the command the model wrote is the one that ran.
 
 /// What the failure's note says before the command with the format joined.
 const AS_ONE: &str = "with the format as one argument: ";
 
 /// The note for a failed `argv` whose format was split into words: which words, and the
-/// command with them joined into the format, quoted. `None` when no format was split, or the
-/// joined command cannot be written with single quotes.
+/// command with them joined into the format, quoted ([`joined`]). `None` when no format was
+/// split, or the joined command cannot be written with single quotes.
 pub fn hint(argv: &[String]) -> Option<String> {
+    let (at, end) = split(argv)?;
+    let split_off = argv[at + 1..end].iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
+    Some(format!("{split_off} became an argument of its own; {AS_ONE}`{}`", joined(argv)?))
+}
+
+/// The command `argv` with the words of its split format joined into one quoted argument, as
+/// one line; `None` when no format was split or it cannot be quoted.
+pub fn joined(argv: &[String]) -> Option<String> {
     let (at, end) = split(argv)?;
     let format = argv[at..end].join(" ");
     let mut words: Vec<String> = argv[..at].iter().map(|a| quoted(a)).collect::<Option<_>>()?;
@@ -23,12 +32,12 @@ pub fn hint(argv: &[String]) -> Option<String> {
     for a in &argv[end..] {
         words.push(quoted(a)?);
     }
-    let split_off = argv[at + 1..end].iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
-    Some(format!("{split_off} became an argument of its own; {AS_ONE}`{}`", words.join(" ")))
+    Some(words.join(" "))
 }
 
-/// The command a note of [`hint`] wrote out, read back from the result the model got.
-pub fn format_fix(result: &str) -> Option<&str> {
+#[cfg(test)]
+/// The command a note of [`hint`] wrote out, read back from a result (for the tests).
+fn format_fix(result: &str) -> Option<&str> {
     let (_, rest) = result.split_once(AS_ONE)?;
     let (one, _) = rest.strip_prefix('`')?.split_once('`')?;
     (!one.trim().is_empty()).then_some(one)
@@ -87,6 +96,7 @@ mod tests {
             Some("git log '--format=%h - %an, %ar : %s' -n 3")
         );
         assert_eq!(format_fix(&hint(&argv("date +%Y-%m-%d %H:%M")).unwrap()), Some("date '+%Y-%m-%d %H:%M'"));
+        assert_eq!(joined(&argv("date +%Y-%m-%d %H:%M")).as_deref(), Some("date '+%Y-%m-%d %H:%M'"));
     }
 
     #[test]
