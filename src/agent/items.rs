@@ -292,14 +292,7 @@ fn flags_of(output: &str, code: Option<i32>, items: usize) -> Result<Vec<bool>, 
 /// apart and counts as named.
 fn left_out(kept: &[Value], answer: &str) -> Vec<usize> {
     let answer = answer.to_lowercase();
-    let values: Vec<Vec<String>> = kept
-        .iter()
-        .map(|item| {
-            let mut out = Vec::new();
-            leaves(item, &mut out, 0);
-            out
-        })
-        .collect();
+    let values = leaf_values(kept);
     (0..kept.len())
         .filter(|&i| {
             let own: Vec<&String> = values[i]
@@ -319,18 +312,23 @@ fn left_out(kept: &[Value], answer: &str) -> Vec<usize> {
 /// for two of three, and the answer said 2 (bench/README.md, stop 38). `None` when it names
 /// none.
 pub(super) fn names_an_item(code: &str, items: &[Value]) -> Option<String> {
-    let values: Vec<Vec<String>> = items
+    let values = leaf_values(items);
+    python::literals(code).into_iter().find(|literal| {
+        let lower = literal.trim().to_lowercase();
+        lower.contains(char::is_whitespace) && values.iter().filter(|v| v.contains(&lower)).count() == 1
+    })
+}
+
+/// The values that can name each of `items` ([`leaves`]).
+fn leaf_values(items: &[Value]) -> Vec<Vec<String>> {
+    items
         .iter()
         .map(|item| {
             let mut out = Vec::new();
             leaves(item, &mut out, 0);
             out
         })
-        .collect();
-    python::literals(code).into_iter().find(|literal| {
-        let lower = literal.trim().to_lowercase();
-        lower.contains(char::is_whitespace) && values.iter().filter(|v| v.contains(&lower)).count() == 1
-    })
+        .collect()
 }
 
 /// The scalar values of `v` that can name it, lowercased.
