@@ -44,9 +44,11 @@ def parses(text):
     except Exception:
         return False
 # A function that fails on the whole output runs once more without a table's header: when the
-# only lines it cannot take on their own are the first line (`int("days_left")`) and lines of
+# only lines it cannot take on their own are the first line, if it holds no number of its own
+# (`domain days_left`, `Filesystem Size Used Avail Use%`; a log line has its time), and lines of
 # no letter or digit (`-----`), and some line is left. A data line it cannot take leaves the
 # failure standing: the line could hold what the task asks about.
+import re
 skipped = 0
 try:
     found = findings(data)
@@ -55,7 +57,8 @@ except Exception:
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     fails = {i for i, line in enumerate(lines) if not parses(line)}
     kept = [line for i, line in enumerate(lines) if i not in fails]
-    header = lambda i: i == first or not any(c.isalnum() for c in lines[i])
+    number = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+    header = lambda i: (i == first and not number.search(lines[i])) or not any(c.isalnum() for c in lines[i])
     if not fails or not all(header(i) for i in fails) or not any(line.strip() for line in kept):
         raise
     skipped = len(fails)

@@ -170,6 +170,10 @@ async fn a_check_that_fails_on_a_data_line_leaves_the_silence_to_the_review() {
     let notes = left_to_the_review("domain days_left\nshop.example.com 83\napi.example.com soon\n", DAYS).await;
     assert_eq!(notes.len(), 1);
     assert!(notes[0].starts_with("the code check could not decide: it exited 1: ValueError"), "{notes:?}");
+    // Nor a first line that holds a number of its own: a log's first line is data, not a header.
+    let notes =
+        left_to_the_review("09:12 api.example.com soon\nshop.example.com 83\nmail.example.com 41\n", DAYS).await;
+    assert!(notes[0].starts_with("the code check could not decide"), "{notes:?}");
     // Nor the only line there is.
     let code =
         "```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```";
