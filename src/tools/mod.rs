@@ -8,6 +8,7 @@
 mod exit_status;
 mod file;
 mod format;
+mod glob;
 mod html_text;
 mod http;
 mod memory;

@@ -1,8 +1,9 @@
 //! `shell`: one command, run without a shell, in the workspace, inside the OS sandbox.
 //!
 //! The command line is split into argv (after the policy checked it with the
-//! command rules) and executed directly: no shell, so nothing is expanded or
-//! chained. It runs inside the sandbox of `security.sandbox` (SPEC §8): it
+//! command rules) and executed directly: no shell, so nothing is chained, and the
+//! only expansion is that of file globs, done by the engine inside the workspace
+//! (`glob.rs`). It runs inside the sandbox of `security.sandbox` (SPEC §8): it
 //! writes only the workspace, never the engine's own files, sees no home
 //! folder, forbidden path or the engine's data, and has no network unless
 //! `security.shell_network`. The child gets a clean environment (a safe PATH,
@@ -60,10 +61,24 @@ impl Tool for Shell {
     async fn call(&self, args: ShellArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let parsed =
             command::parse(&args.command).map_err(|e| ToolError::Refused(command::explain(&args.command, &e)))?;
-        if let Some(arg) = ctx.policy.forbidden_argument(parsed.argv.get(1..).unwrap_or_default(), &ctx.workspace) {
+        let hidden: &[PathBuf] = match &ctx.shell.sandbox {
+            ShellSandbox::Ready { hidden, .. } => hidden,
+            ShellSandbox::Unavailable(_) => &[],
+        };
+        // As in the sandbox, a hidden folder that holds the workspace (a hidden home) does not
+        // hide the workspace; one inside it (the engine's data folder) does.
+        let root = ctx.workspace.canonicalize().unwrap_or_else(|_| ctx.workspace.clone());
+        let hidden: Vec<PathBuf> = hidden
+            .iter()
+            .map(|h| h.canonicalize().unwrap_or_else(|_| h.clone()))
+            .filter(|h| !root.starts_with(h))
+            .collect();
+        let out_of_sight = |p: &Path| ctx.policy.is_forbidden(p) || hidden.iter().any(|h| p.starts_with(h));
+        let argv = super::glob::expand(&args.command, &parsed.argv, &ctx.workspace, &out_of_sight);
+        if let Some(arg) = ctx.policy.forbidden_argument(argv.get(1..).unwrap_or_default(), &ctx.workspace) {
             return Err(ToolError::Refused(format!("`{arg}` is a forbidden path (security.forbidden_paths)")));
         }
-        let out = run(&parsed.argv, &ctx.workspace, &ctx.shell, true).await?;
+        let out = run(&argv, &ctx.workspace, &ctx.shell, true).await?;
         let mut text = String::from_utf8_lossy(&out.bytes).into_owned();
         if out.truncated {
             text.push_str(&format!("\n[output cut at {} KB]", MAX_OUTPUT_BYTES / 1024));

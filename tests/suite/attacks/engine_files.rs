@@ -184,3 +184,27 @@ fn sandbox_none_is_a_validate_warning() {
         )
         .stderr_is("ok: the config and 1 routine are valid (1 warning)\n");
 }
+
+/// Commands run without a shell, so the engine expands their globs itself (`tools/glob.rs`):
+/// inside the workspace only. A link to a folder outside is not listed through, the engine's
+/// data folder (hidden from commands by the sandbox) is not named, and a file named like an
+/// option reaches the command as a path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_glob_expands_to_what_the_sandbox_shows_and_nothing_more() {
+    let mock = mock().await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_rsa"), "key").unwrap();
+    let p = project(&mock);
+    p.write("data/big.bin", &"b".repeat(9000)).write("data/small.txt", "a").write("-rf", "x");
+    symlink(outside.path(), p.path().join("out")).unwrap();
+    mock.push_all([tool_call("shell", json!({"command": "ls -d .* data/* out/* *"})), text("done")]);
+    p.run_async(["run", "hostile"]).await.success();
+    let seen = result_seen(&mock, 0);
+    for listed in ["data/big.bin", "data/small.txt", "./-rf", "routines.yaml"] {
+        assert!(seen.lines().any(|l| l == listed), "{listed} missing from {seen}");
+    }
+    assert!(seen.contains("cannot access 'out/*'"), "the link was listed through: {seen}");
+    assert!(!seen.contains("id_rsa"), "{seen}");
+    assert!(!seen.contains(".routines"), "the engine's data folder was named: {seen}");
+    assert!(p.path().join("-rf").exists());
+}
