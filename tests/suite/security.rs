@@ -391,12 +391,12 @@ macro_rules! refused {
 const NOT_ALLOWED: &str = "allowed: ls, cat, git, echo, sh, bash, env, xargs, find, diff (security.allowed_commands)";
 
 refused! {
-    smuggling_with_a_semicolon: "ls; rm -rf ~" => "`;` chains a second command; run one command per shell call";
-    smuggling_with_and: "git status && rm -rf src" => "`&&` chains a second command; run one command per shell call";
-    smuggling_with_or: "ls || rm -rf src" => "`||` chains a second command; run one command per shell call";
-    smuggling_with_a_pipe: "cat notes.txt | sh" => "`|` pipes into a second command; run one command per shell call";
+    smuggling_with_a_semicolon: "ls; rm -rf ~" => "`;` chains a second command; run one command per shell call; the first command on its own: `ls`";
+    smuggling_with_and: "git status && rm -rf src" => "`&&` chains a second command; run one command per shell call; the first command on its own: `git status`";
+    smuggling_with_or: "ls || rm -rf src" => "`||` chains a second command; run one command per shell call; the first command on its own: `ls`";
+    smuggling_with_a_pipe: "cat notes.txt | sh" => "`|` pipes into a second command; run one command per shell call; the first command on its own: `cat notes.txt`";
     smuggling_into_the_background: "ls &" => "`&` runs the command in the background; run one command per shell call, in the foreground";
-    smuggling_with_a_line_break: "ls\nrm -rf src" => "a line break chains a second command; run one command per shell call";
+    smuggling_with_a_line_break: "ls\nrm -rf src" => "a line break chains a second command; run one command per shell call; the first command on its own: `ls`";
     smuggling_with_command_substitution: "echo $(rm -rf src)" => "`$(...)` runs a hidden command; run that command on its own first";
     smuggling_with_backticks: "echo `rm -rf src`" => "backticks (`...`) run a hidden command; run that command on its own first";
     smuggling_with_process_substitution: "diff <(ls) <(rm -rf src)" => "`<(...)` runs a hidden command; run that command on its own first";

@@ -126,11 +126,28 @@ use CommandRefusal as R;
 /// What a refusal says before the one command that counts.
 const ONE_COMMAND: &str = "this counts in one command: ";
 
-/// The one command a refusal of [`explain`] wrote out, read back from the result the model got.
+/// What a refusal of a chain says before its first command.
+const FIRST_COMMAND: &str = "the first command on its own: ";
+
+/// The one command a refusal of [`explain`] wrote out (the command that counts, or the first
+/// command of a chain), read back from the result the model got.
 pub fn one_command(result: &str) -> Option<&str> {
-    let (_, rest) = result.split_once(ONE_COMMAND)?;
+    let (_, rest) = result.split_once(ONE_COMMAND).or_else(|| result.split_once(FIRST_COMMAND))?;
     let (one, _) = rest.strip_prefix('`')?.split_once('`')?;
     (!one.trim().is_empty()).then_some(one)
+}
+
+/// The first command of a chain refused for `op` (`ls -l data | sort -hr | head -n 1` →
+/// `ls -l data`): the shortest text before an `op` that parses as one command on its own, so
+/// an `op` inside quotes (`grep 'a|b' f | wc`) is passed over. The 1.5B model, its pipe
+/// refused, answered with what it meant to run (bench/README.md, stop 39); the first command
+/// gives it the data to answer from. The policy decides that call like any other.
+fn first_of_chain(line: &str, op: &str) -> Option<String> {
+    line.match_indices(op).find_map(|(at, _)| {
+        let first = line[..at].trim();
+        let parsed = parse(first).ok()?;
+        (!parsed.argv.is_empty() && !first.ends_with('\\')).then(|| first.to_string())
+    })
 }
 
 /// Why `line` was refused, with the one-command way to do what a pipe into `wc` meant (small
@@ -145,7 +162,13 @@ pub fn explain(line: &str, refusal: &CommandRefusal) -> String {
                 "{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
             )
         }
-        _ => reason,
+        _ => match refusal {
+            R::Operator(op) if *op != "&" => match first_of_chain(line, op) {
+                Some(first) => format!("{reason}; {FIRST_COMMAND}`{first}`"),
+                None => reason,
+            },
+            _ => reason,
+        },
     }
 }
 

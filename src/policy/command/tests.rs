@@ -656,10 +656,27 @@ fn a_pipe_into_wc_is_refused_with_the_way_to_count_in_one_command() {
         "`|` pipes into a second command; run one command per shell call; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
     );
     assert!(explained("grep x a | wc -w").ends_with("`wc -l FILE`"), "only a line count has the rewrite");
-    assert_eq!(explained("git log | head -5"), "`|` pipes into a second command; run one command per shell call");
+    assert_eq!(
+        explained("git log | head -5"),
+        "`|` pipes into a second command; run one command per shell call; the first command on its own: `git log`"
+    );
 
     // The command is read back from the result the model got, and only that one.
     let result = format!("[failed] {}", explained("grep '404' logs/access.log | wc -l"));
     assert_eq!(one_command(&result), Some("grep -c '404' logs/access.log"));
     assert_eq!(one_command(&explained("sort -u ips.txt | wc -l")), None);
+}
+
+#[test]
+fn a_refused_chain_names_its_first_command() {
+    let explained = |c: &str| explain(c, &parse(c).unwrap_err());
+    let first = |c: &str| one_command(&explained(c)).map(str::to_string);
+    assert_eq!(first("ls -l data | sort -hr | head -n 1").as_deref(), Some("ls -l data"));
+    assert_eq!(first("grep 'a|b' app.log | sort").as_deref(), Some("grep 'a|b' app.log"));
+    assert_eq!(first("cd logs && ls").as_deref(), Some("cd logs"));
+    assert_eq!(first("git status; git log").as_deref(), Some("git status"));
+    assert_eq!(first("du -sh data\nls").as_deref(), Some("du -sh data"));
+    assert_eq!(first("| wc"), None, "nothing before the operator");
+    assert_eq!(first("sleep 5 & ls"), None, "a background job has no first command to offer");
+    assert_eq!(first("echo $(id) | sh"), None, "a first command the policy refuses is not offered");
 }

@@ -145,6 +145,43 @@ async fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
     assert_eq!(notes(&h), ["failed_check_reask"]);
 }
 
+/// A pipe refused, the model answered with what it meant to run (the probe's largest-file task,
+/// bench/README.md, stop 39): the refusal names the pipe's first command, the answer goes back
+/// as that call, and it runs, in the sandbox, with the glob expanded by the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_pipe_goes_back_as_its_first_command() {
+    let h = Harness::new().await;
+    h.write("data/big.bin", &"b".repeat(9000));
+    h.write("data/small.txt", "a");
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "du -s data/* | sort -n | tail -1"})),
+        text("I will run the command `du -s data/*` to find the largest file."),
+        tool_call("shell", json!({"command": "du -s data/*"})),
+        text("data/big.bin is the largest."),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["du".into(), "sort".into(), "tail".into()],
+    );
+    agent.set_routine_name("largest");
+    let reply = agent.process_message("Which file in the data folder is the largest?").await.unwrap();
+    assert_eq!(reply, "data/big.bin is the largest.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        crate::common::content(&reqs[1], 3),
+        "[failed] `|` pipes into a second command; run one command per shell call; the first command on its own: `du -s data/*`"
+    );
+    assert_eq!(
+        last_text(&reqs[2]),
+        r#"Your last tool call failed. Call this instead: shell {"command":"du -s data/*"}"#
+    );
+    let listed = crate::common::content(&reqs[3], 5);
+    assert!(listed.contains("data/big.bin") && listed.contains("data/small.txt"), "{listed}");
+    assert_eq!(tool_events(&h), [("shell".into(), ToolStatus::Refused), ("shell".into(), ToolStatus::Success)]);
+}
+
 /// A search that matched no line where `file_read` is not offered goes back with the `grep`
 /// that prints every line of the file: the routine's own command reads it, and the count is
 /// taken from those lines (the probe's count-warnings task, bench/README.md, stop 38).
