@@ -114,7 +114,8 @@ impl Agent {
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
                 let (task, note) =
                     filtered.as_ref().map_or((message, None), |f| (f.task.as_str(), Some(f.note.as_str())));
-                payload::messages(task, note, lang, now, &remembered, &routine.name, routine.silent_token.as_deref())
+                let silent = routine.silent_token.as_deref().filter(|t| payload::may_be_silent(message, t));
+                payload::messages(task, note, lang, now, &remembered, &routine.name, silent)
                     .map(|m| (m, ("answer_from_payload", "asked for the answer from the webhook data in the prompt")))
             } else {
                 None

@@ -52,7 +52,9 @@ async fn a_webhook_task_about_its_data_alone_is_answered_from_the_data_without_t
     for heading in ROUTINE_SECTIONS {
         assert!(system.contains(heading), "{heading} in {system}");
     }
-    assert!(system.contains("the routine `alerts`") && system.contains("reply with exactly NO_REPLY"), "{system}");
+    assert!(system.contains("the routine `alerts`"), "{system}");
+    // A plain question has an answer: the silent token's rule is not in this request (stop 39).
+    assert!(!system.contains("NO_REPLY"), "{system}");
     assert_eq!(
         content(req, 1),
         format!(
