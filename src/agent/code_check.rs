@@ -366,6 +366,9 @@ fn looked_calls(calls: &[CallRecord]) -> Vec<&CallRecord> {
 fn content(call: &CallRecord) -> &str {
     match call.tool.as_str() {
         "file_read" => crate::tools::without_range(&call.result),
+        // The body alone: `json.loads` of the whole result failed on its status line, and the
+        // 1.5B model's check then kept a silence beside `"cache": "unhealthy"` (stop 39).
+        "http_request" => crate::tools::http_body(&call.result).trim_end(),
         _ => call.result.trim_end(),
     }
 }

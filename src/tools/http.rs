@@ -295,6 +295,15 @@ async fn respond(mut response: reqwest::Response) -> Result<String, ToolError> {
     Ok(if text.is_empty() { line } else { format!("{line}\n\n{text}") })
 }
 
+/// The body of an `http_request` result: what follows its status line (`HTTP 200 OK (...)`) and
+/// the blank line after it; the whole result when it has no such line.
+pub fn body_of(result: &str) -> &str {
+    match result.split_once("\n\n") {
+        Some((line, body)) if line.starts_with("HTTP ") && !line.contains('\n') => body,
+        _ => result,
+    }
+}
+
 /// The body as the model should read it.
 fn render(essence: &str, content_type: &str, body: &[u8], url: &Url) -> String {
     if body.is_empty() {
@@ -358,6 +367,14 @@ fn status_text(status: StatusCode) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_body_of_a_result_is_what_follows_its_status_line() {
+        let result = "HTTP 200 OK (application/json, 20 B)\n\n{\"db\": \"healthy\"}";
+        assert_eq!(body_of(result), "{\"db\": \"healthy\"}");
+        assert_eq!(body_of("HTTP 204 No Content (empty body)"), "HTTP 204 No Content (empty body)");
+        assert_eq!(body_of("a\nHTTP 200 OK\n\nb"), "a\nHTTP 200 OK\n\nb", "only a first line is a status line");
+    }
 
     fn args(v: serde_json::Value) -> HttpRequestArgs {
         serde_json::from_value(v).unwrap()

@@ -37,7 +37,7 @@ use crate::policy::{CallInfo, Effect, PathError, Policy};
 
 pub use file::{FileList, FileRead, read_range, without_range};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
-pub use http::HttpRequest;
+pub use http::{HttpRequest, body_of as http_body};
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use near::{names_a_near_path, near_path};
 pub use schedule::{Schedule, ScheduleScope};
