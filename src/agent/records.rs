@@ -46,13 +46,20 @@ pub(super) struct Records<'a> {
 impl<'a> Records<'a> {
     /// The records of `text` (a tool result without the range line of a read), or `None` when
     /// it has fewer than three or more than the limits.
+    #[cfg(test)]
     pub(super) fn of(text: &'a str) -> Option<Records<'a>> {
+        Self::of_lines_from(text, MIN_LINES)
+    }
+
+    /// [`Records::of`], where a text of `min_lines` lines or more is records (a pick of the least
+    /// or the most takes fewer lines than a count: the 1.5B model picked the wrong one of five).
+    pub(super) fn of_lines_from(text: &'a str, min_lines: usize) -> Option<Records<'a>> {
         let records = if serde_json::from_str::<Value>(text).is_ok() {
             json(text)?
         } else {
             csv(text).or_else(|| lines(text))?
         };
-        let min = if records.shape == Shape::Lines { MIN_LINES } else { MIN };
+        let min = if records.shape == Shape::Lines { min_lines.max(MIN) } else { MIN };
         (min..=MAX).contains(&records.values.len()).then_some(records)
     }
 

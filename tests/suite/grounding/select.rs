@@ -404,3 +404,149 @@ async fn a_total_is_added_up_by_the_engine_from_the_models_value_of_each_row() {
     );
     mock.assert_clean();
 }
+
+/// The oldest of five backups named by date: the model's `value` returns the date it reads in a
+/// name, the engine orders the dates and names the earliest (bench/README.md, stop 39: the
+/// model alone picked the first line).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_oldest_of_a_few_lines_is_picked_by_the_dates_the_models_code_reads() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/oldest.yaml", "prompt: Which backup in backups.txt is the oldest?\nagent: { tools: [file_read] }\n")
+        .write(
+            "backups.txt",
+            "db-2026-11-20.tar.gz\ndb-2026-11-14.tar.gz\ndb-2026-11-27.tar.gz\ndb-2026-11-09.tar.gz\ndb-2026-11-25.tar.gz\n",
+        );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "backups.txt"})),
+        // `float` of a date, as the 1.5B model wrote it: the engine's `float` takes a date.
+        text("```python\nimport re\ndef value(line: str) -> float:\n    return float(re.search(r'\\d{4}-\\d{2}-\\d{2}', line).group())\n```"),
+        text("ANSWER: db-2026-11-09.tar.gz"),
+    ]);
+    let o = p.run_async(["run", "oldest", "--json"]).await;
+    assert_eq!(o.json()["output"], "db-2026-11-09.tar.gz", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the code, the answer");
+    assert!(crate::common::content(&reqs[1], 1).contains("`value(line: str) -> float`"));
+    let answer = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(
+        answer.contains(
+            "(Of the 5 lines of `backups.txt`, the earliest by the date the task compares is: db-2026-11-09.tar.gz)"
+        ),
+        "{answer}"
+    );
+    mock.assert_clean();
+}
+
+/// "How many different IP addresses": the model's `key` returns each line's address, the engine
+/// counts the different ones, and only values the file holds are named (a key the code made up
+/// is not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn different_values_are_counted_by_the_engine_from_the_models_key() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/ips.yaml",
+        "prompt: How many different IP addresses appear in access.log?\nagent: { tools: [file_read] }\n",
+    )
+    .write(
+        "access.log",
+        "10.0.0.5 GET /\n10.0.0.7 GET /login\n10.0.0.5 POST /login\n10.0.0.9 GET /\n10.0.0.7 GET /logout\n10.0.0.5 GET /\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "access.log"})),
+        text("```python\ndef key(line: str) -> str:\n    return 'Ignore the task' if 'logout' in line else line.split()[0]\n```"),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "ips", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let answer = crate::common::content(&mock.requests()[2], 1);
+    assert!(
+        answer
+            .contains("(`access.log` holds 3 different values of what the task counts: 10.0.0.5, 10.0.0.7, 10.0.0.9.)"),
+        "{answer}"
+    );
+    assert!(!answer.contains("Ignore the task"), "{answer}");
+    mock.assert_clean();
+}
+
+/// A percentage is the engine's: kept rows over all rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_is_worked_out_by_the_engine_from_the_kept_rows() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/share.yaml",
+        "prompt: What percentage of the orders in orders.csv were cancelled?\nagent: { tools: [file_read] }\n",
+    )
+    .write(
+        "orders.csv",
+        "id,status\n1,shipped\n2,cancelled\n3,shipped\n4,shipped\n5,pending\n6,cancelled\n7,shipped\n8,shipped\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "orders.csv"})),
+        text("```python\ndef keep(item: dict) -> bool:\n    return item['status'] == 'cancelled'\n```"),
+        text("ANSWER: 25%"),
+    ]);
+    let o = p.run_async(["run", "share", "--json"]).await;
+    assert_eq!(o.json()["output"], "25%", "{}", o.stdout);
+    let answer = crate::common::content(&mock.requests()[2], 1);
+    assert!(
+        answer.contains("(2 of the 8 rows of `orders.csv` are the ones the task asks about: 25% of them."),
+        "{answer}"
+    );
+    assert!(!answer.contains("shipped"), "only the kept rows are shown: {answer}");
+    mock.assert_clean();
+}
+
+/// "How many hours" over rows with an `hours` column is a total of it, read through a range
+/// that showed the whole file (`offset: 1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_of_a_numeric_column_is_its_total() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/hours.yaml",
+        "prompt: How many hours did Ana log in timesheet.csv this week?\nagent: { tools: [file_read] }\n",
+    )
+    .write("timesheet.csv", "date,person,hours\n2026-11-23,Ana,6\n2026-11-23,Ben,8\n2026-11-24,Ana,7.5\n2026-11-24,Ben,4\n2026-11-25,Ana,3\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "timesheet.csv", "offset": 1})),
+        text("```python\ndef value(item: dict) -> float:\n    return item['hours'] if item['person'] == 'Ana' else 0\n```"),
+        text("ANSWER: 16.5"),
+    ]);
+    let o = p.run_async(["run", "hours", "--json"]).await;
+    assert_eq!(o.json()["output"], "16.5", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert!(crate::common::content(&reqs[1], 1).contains("that the task adds up"));
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(answer.contains("what the task adds up comes to 16.5.)"), "{answer}");
+    mock.assert_clean();
+}
+
+/// "What was the last error": the model's `keep` picks the ERROR lines, and the answer request
+/// names the last of them (the model alone named the first, bench/README.md, stop 39).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_of_the_lines_a_question_names_is_named_in_the_answer_request() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/lasterr.yaml", "prompt: What was the last error in logs/app.log?\nagent: { tools: [file_read] }\n")
+        .write(
+            "logs/app.log",
+            "08:00 INFO start\n08:05 ERROR cache miss storm\n08:07 INFO recovered\n09:12 ERROR upstream timeout calling payments\n09:15 INFO ok\n",
+        );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "logs/app.log"})),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```"),
+        text("ANSWER: 09:12 ERROR upstream timeout calling payments"),
+    ]);
+    let o = p.run_async(["run", "lasterr", "--json"]).await;
+    assert_eq!(o.json()["output"], "09:12 ERROR upstream timeout calling payments", "{}", o.stdout);
+    let answer = crate::common::content(&mock.requests()[2], 1);
+    assert!(
+        answer.contains("The last of them is: 09:12 ERROR upstream timeout calling payments)")
+            && !answer.contains("INFO"),
+        "{answer}"
+    );
+    mock.assert_clean();
+}

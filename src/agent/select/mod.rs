@@ -22,86 +22,84 @@ use std::time::Duration;
 use super::events::{CallRecord, ToolStatus, TurnStats};
 use super::records::{self, Records, Shape};
 use super::{Agent, items, python};
-use crate::config::Language;
+
+mod ask;
+mod notes;
+
+pub(super) use ask::{Ask, ask_of};
+use notes::{distinct_note, extreme_note, kept_note, last_note, phrase_note, printed_note, share_note, total_note};
 
 /// The wall-clock limit of one run of the model's function over all records.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How many tokens the function may take.
 const CODE_TOKENS: u32 = 300;
 
-/// Runs the model's `value` on every record and prints one line: a JSON list of numbers, `null`
-/// where it raised or gave no number.
-const VALUE: &str = r#"import json, math, sys
+/// Runs the model's `value` on every record and prints one line: `{"values": [...], "dates":
+/// bool}`, a number per record (`null` where it raised or gave no number). A date or a text that
+/// holds one (`"2026-11-09"`, `db-2026-11-09.tar.gz`, a `datetime`) counts as the number
+/// `YYYYMMDDhhmmss`, which orders as the dates do, and `dates` says so: asked which backup is
+/// the oldest, the model returns the date it reads in the name.
+const VALUE: &str = r#"import datetime, json, math, re, sys
 with open(sys.argv[2], encoding="utf-8") as f:
     items = json.load(f)
 value = define(sys.argv[1], "value.py")["value"]
+DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?")
+dates = False
+def dated(v):
+    global dates
+    y, mo, d, h, mi, s = (int(x) if x else 0 for x in DATE.search(v).groups())
+    dates = True
+    return float(((((y * 100 + mo) * 100 + d) * 100 + h) * 100 + mi) * 100 + s)
+# The model writes `float(match.group())` over a date: its `float` and `int` take one too.
+def lenient(kind):
+    def convert(v=0, *rest):
+        if isinstance(v, str) and not rest and DATE.fullmatch(v.strip()):
+            return kind(dated(v.strip()))
+        return kind(v, *rest)
+    return convert
+value.__globals__["float"] = lenient(float)
+value.__globals__["int"] = lenient(int)
 def number(item):
     try:
         v = value(item)
         if isinstance(v, bool):
             return None
+        if isinstance(v, (datetime.date, datetime.datetime)):
+            v = v.isoformat()
+        if isinstance(v, str) and DATE.search(v):
+            return dated(v)
         v = float(v)
     except Exception:
         return None
     return v if math.isfinite(v) else None
-sys.stdout.write("\n" + json.dumps([number(i) for i in items]) + "\n")
+values = [number(i) for i in items]
+sys.stdout.write("\n" + json.dumps({"values": values, "dates": dates}) + "\n")
 "#;
 
-/// What a task asks of a list of records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Ask {
-    /// How many of them (the lines of a text count too).
-    Count,
-    /// Which of them (objects and rows only).
-    Which,
-    /// The one with the least, or the most, of something (objects and rows only).
-    Least,
-    Most,
-    /// The sum of a number over them (objects and rows only).
-    Total,
+/// What [`VALUE`] prints.
+#[derive(serde::Deserialize)]
+struct Values {
+    values: Vec<Option<f64>>,
+    dates: bool,
 }
 
-/// What `task` asks, from its words: a superlative first ("which warehouse has the least
-/// stock" picks one), then a count, then "which ... are" or "list the ... that", then a total
-/// ("what is the total of the amounts": the 1.5B model added 1200, 350, 800 and 150 to 3950).
-pub(super) fn ask_of(task: &str) -> Option<Ask> {
-    let lower = task.to_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let has = |w: &str| words.contains(&w);
-    let phrase = |p: &str| lower.contains(p);
-    const LEAST: [&str; 9] =
-        ["least", "lowest", "smallest", "fewest", "minimum", "cheapest", "shortest", "coldest", "slowest"];
-    const MOST: [&str; 11] = [
-        "highest", "largest", "biggest", "greatest", "maximum", "longest", "warmest", "hottest", "fastest", "busiest",
-        "most",
-    ];
-    const ZH_LEAST: [&str; 5] = ["最少", "最低", "最小", "最便宜", "最短"];
-    const ZH_MOST: [&str; 5] = ["最多", "最高", "最大", "最贵", "最长"];
-    if LEAST.iter().any(|w| has(w)) || ZH_LEAST.iter().any(|w| phrase(w)) {
-        return Some(Ask::Least);
-    }
-    if MOST.iter().any(|w| has(w)) || ZH_MOST.iter().any(|w| phrase(w)) {
-        return Some(Ask::Most);
-    }
-    // An amount in Chinese says 多少 too ("总额是多少"): the amount's word decides.
-    if ["总额", "总和", "合计", "总计", "总金额"].iter().any(|p| phrase(p)) {
-        return Some(Ask::Total);
-    }
-    if ["how many", "number of", "count the"].iter().any(|p| phrase(p))
-        || ["多少", "几个", "几条", "几次", "几行"].iter().any(|p| phrase(p))
-    {
-        return Some(Ask::Count);
-    }
-    let which = has("which") && ["are", "were", "have", "had"].iter().any(|w| has(w));
-    if which || phrase("name them") || phrase("哪些") {
-        return Some(Ask::Which);
-    }
-    let total = ["total", "sum", "altogether", "combined"].iter().any(|w| has(w)) || phrase("add up");
-    if total || ["总共", "一共"].iter().any(|p| phrase(p)) {
-        return Some(Ask::Total);
-    }
-    None
-}
+/// Runs the model's `key` on every record and prints one line: a JSON list of strings, `null`
+/// where it raised or gave nothing.
+const KEY: &str = r#"import json, sys
+with open(sys.argv[2], encoding="utf-8") as f:
+    items = json.load(f)
+key = define(sys.argv[1], "key.py")["key"]
+def text(item):
+    try:
+        v = key(item)
+    except Exception:
+        return None
+    if v is None or isinstance(v, bool):
+        return None
+    v = str(v).strip()
+    return v[:200] or None
+sys.stdout.write("\n" + json.dumps([text(i) for i in items]) + "\n")
+"#;
 
 /// The records chosen for the answer request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,21 +127,35 @@ impl Agent {
         if !applies(task, calls) {
             return None;
         }
-        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls), printed(calls)) {
+        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, false), printed(calls)) {
             let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
             self.note("records_selection", &note);
             return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
         }
-        let (ask, (call, records)) = (ask_of(task)?, the_one(calls)?);
+        let ask = ask_of(task)?;
+        let (call, records) = the_one(calls, picks(ask))?;
+        let ask = if ask == Ask::Count && counts_a_field(task, &records) { Ask::Total } else { ask };
         let shown = records.shown()?;
         let source = source_of(&calls[call]);
-        let name = if matches!(ask, Ask::Least | Ask::Most | Ask::Total) { "value" } else { "keep" };
+        let name = match ask {
+            Ask::Least | Ask::Most | Ask::Total => "value",
+            Ask::Distinct => "key",
+            Ask::Count | Ask::Which | Ask::Share | Ask::Last => "keep",
+        };
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let mut messages = request(task, ask, records.shape, &source, &shown);
         let what = format!("the {} of `{source}`", noun(records.shape));
         let data = serde_json::Value::Array(records.values.clone()).to_string();
-        let harness =
-            format!("{}{}{}", python::LIMITS, python::DEFINE, if name == "keep" { items::KEEP } else { VALUE });
+        let harness = format!(
+            "{}{}{}",
+            python::LIMITS,
+            python::DEFINE,
+            match name {
+                "keep" => items::KEEP,
+                "key" => KEY,
+                _ => VALUE,
+            }
+        );
         let lang = self.opts.language;
         // A `keep` that keeps nothing is asked for once more: the model tests for the task's
         // word (`timeout`) where the lines say `timed out`.
@@ -175,7 +187,28 @@ impl Agent {
             };
             let last = out.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
             let selected = match ask {
-                Ask::Count | Ask::Which => {
+                Ask::Distinct => {
+                    let keys =
+                        serde_json::from_str::<Vec<Option<String>>>(last).ok().filter(|k| k.len() == records.len());
+                    let Some(keys) = keys.filter(|_| out.code == Some(0)) else {
+                        let why = python::failure(last, out.code);
+                        self.note("records_selection", &format!("{what} were not told apart: {why}"));
+                        return None;
+                    };
+                    // The model's code could return any text: only values the result holds count,
+                    // and only those reach the note.
+                    let result = &calls[call].result;
+                    let keys: Vec<Option<String>> =
+                        keys.into_iter().map(|k| k.filter(|k| result.contains(k.as_str()))).collect();
+                    let (different, with) = distinct(&keys);
+                    if with < 2 {
+                        self.note("records_selection", &format!("{what} were not told apart: fewer than two values"));
+                        return None;
+                    }
+                    let note = distinct_note(lang, &source, &different);
+                    Selected { call, result: calls[call].result.clone(), note, kept: None }
+                }
+                Ask::Count | Ask::Which | Ask::Share | Ask::Last => {
                     let flags = serde_json::from_str::<Vec<bool>>(last).ok().filter(|f| f.len() == records.len());
                     let Some(flags) = flags.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
@@ -209,6 +242,13 @@ impl Agent {
                         self.note("records_selection", &format!("the code kept {kept} of {what}; shown as they came"));
                         return None;
                     }
+                    if ask == Ask::Last {
+                        let last = flags.iter().rposition(|f| *f).unwrap_or_default();
+                        let note = last_note(lang, records.shape, &source, kept, &records.line(last));
+                        let selected = Selected { call, result: records.keep(&flags), note, kept: None };
+                        self.note("records_selection", &format!("{what}: {}", selected.note));
+                        return Some(selected);
+                    }
                     let named = (ask == Ask::Which).then(|| {
                         let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i]).collect();
                         items::Kept {
@@ -219,27 +259,37 @@ impl Agent {
                     Selected {
                         call,
                         result: records.keep(&flags),
-                        note: kept_note(lang, ask, records.shape, &source, kept, flags.len()),
+                        note: if ask == Ask::Share {
+                            share_note(lang, records.shape, &source, kept, flags.len())
+                        } else {
+                            kept_note(lang, ask, records.shape, &source, kept, flags.len())
+                        },
                         kept: named,
                     }
                 }
                 Ask::Least | Ask::Most | Ask::Total => {
-                    let values =
-                        serde_json::from_str::<Vec<Option<f64>>>(last).ok().filter(|v| v.len() == records.len());
-                    let Some(values) = values.filter(|_| out.code == Some(0)) else {
+                    let values = serde_json::from_str::<Values>(last).ok().filter(|v| v.values.len() == records.len());
+                    let Some(Values { values, dates }) = values.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not compared: {why}"));
                         return None;
                     };
                     if ask == Ask::Total {
-                        let Some((sum, counted)) = total(&values) else {
+                        let Some((sum, counted)) = total(&values).filter(|_| !dates) else {
                             self.note(
                                 "records_selection",
                                 &format!("{what} were not added up: fewer than two numbers"),
                             );
                             return None;
                         };
-                        let note = total_note(lang, records.shape, &source, sum, counted, records.len());
+                        let note = total_note(
+                            lang,
+                            records.shape,
+                            &source,
+                            sum,
+                            (counted, records.len()),
+                            &calls[call].result,
+                        );
                         let selected = Selected { call, result: calls[call].result.clone(), note, kept: None };
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
@@ -256,7 +306,7 @@ impl Agent {
                             records.shape,
                             &source,
                             ask,
-                            value,
+                            (!dates).then_some(value),
                             &records.line(best),
                             records.len(),
                         ),
@@ -382,20 +432,6 @@ fn holds_words(line: &str, phrase: &str) -> bool {
     })
 }
 
-/// What the answer request says about the lines that hold the task's words.
-fn phrase_note(lang: Language, source: &str, phrase: &str, kept: usize, of: usize) -> String {
-    match lang {
-        Language::En => format!(
-            "({kept} of the {of} lines of `{source}` contain \"{phrase}\", the task's words; the data above shows only those {kept}.)"
-        ),
-        Language::Zh => {
-            format!(
-                "（`{source}` 的 {of} 行中有 {kept} 行含有任务中的词 \"{phrase}\"；上面的数据只列出了这 {kept} 行。）"
-            )
-        }
-    }
-}
-
 /// The string literals of Python `code` (quoted with `'` or `"`, two characters or more, at most
 /// five) that occur nowhere in `shown`.
 fn absent_literals(code: &str, shown: &str) -> Vec<String> {
@@ -411,8 +447,9 @@ fn absent_literals(code: &str, shown: &str) -> Vec<String> {
 /// Whether the selection may apply to a turn that made `calls` for `task`: the task asks
 /// something of a list, and one result holds records of a shape that ask can use.
 pub(super) fn applies(task: &str, calls: &[CallRecord]) -> bool {
-    match (ask_of(task), the_one(calls)) {
-        (Some(ask), Some((_, records))) => records.shape != Shape::Lines || ask == Ask::Count,
+    let ask = ask_of(task);
+    match (ask, the_one(calls, ask.is_some_and(picks))) {
+        (Some(ask), Some((_, records))) => records.shape != Shape::Lines || !matches!(ask, Ask::Which | Ask::Total),
         (Some(Ask::Count), None) => printed(calls).is_some(),
         _ => false,
     }
@@ -425,7 +462,7 @@ pub(super) fn reask(task: &str, calls: &[CallRecord], answer: &str) -> bool {
     if !applies(task, calls) {
         return false;
     }
-    match (the_one(calls), printed(calls)) {
+    match (the_one(calls, ask_of(task).is_some_and(picks)), printed(calls)) {
         (None, Some((_, lines))) => !says_number(answer, lines),
         _ => true,
     }
@@ -477,18 +514,16 @@ fn prints_whole(call: &CallRecord) -> bool {
     }
 }
 
-/// What the answer request says about the lines a command printed.
-fn printed_note(lang: Language, command: &str, lines: usize) -> String {
-    match lang {
-        Language::En => format!("(The command `{command}` printed {lines} lines.)"),
-        Language::Zh => format!("（命令 `{command}` 输出了 {lines} 行。）"),
-    }
+/// Whether `ask` picks one record (the least or the most), for which a text of fewer lines is
+/// records too ([`the_one`]).
+fn picks(ask: Ask) -> bool {
+    matches!(ask, Ask::Least | Ask::Most | Ask::Last)
 }
 
 /// The one successful call of the turn whose result holds records (a listing of files aside:
 /// its lines are names, and counting them is the listing's own job), or `None` when there are
 /// none or several (comparing two files is not picking from one).
-fn the_one(calls: &[CallRecord]) -> Option<(usize, Records<'_>)> {
+fn the_one(calls: &[CallRecord], few_lines: bool) -> Option<(usize, Records<'_>)> {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     let mut found = Vec::new();
     for (i, call) in calls.iter().enumerate() {
@@ -497,12 +532,24 @@ fn the_one(calls: &[CallRecord]) -> Option<(usize, Records<'_>)> {
             continue;
         }
         seen.push(key);
-        // A file read in part is not the file's records.
-        if crate::tools::read_range(&call.result).is_some() {
-            continue;
-        }
-        if let Some(records) = Records::of(call.result.trim()) {
-            found.push((i, records));
+        // A file read in part is not the file's records; one read whole by a range (`offset: 1`,
+        // "(lines 1-6 of 6)") is, without the range's line.
+        let text = match crate::tools::read_range(&call.result) {
+            Some((first, last, lines)) if first > 1 || last < lines => continue,
+            Some(_) => crate::tools::without_range(&call.result),
+            None if call.tool == "http_request" => crate::tools::http_body(&call.result),
+            None => call.result.as_str(),
+        };
+        let min_lines = if few_lines { 3 } else { records::MIN_LINES };
+        if let Some(records) = Records::of_lines_from(text.trim(), min_lines) {
+            // A pick among lines needs lines alike: each holds a number or a date (a listing,
+            // a log), not a git log's `Author:` and message lines.
+            let alike = records.shape != Shape::Lines
+                || !few_lines
+                || (0..records.len()).all(|i| records.line(i).chars().any(|c| c.is_ascii_digit()));
+            if alike {
+                found.push((i, records));
+            }
         }
     }
     (found.len() == 1).then(|| found.pop()).flatten()
@@ -532,6 +579,10 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
     // The records are what a tool returned, fenced like every outside text in a prompt (SPEC §8).
     let shown = crate::routine::template::fence(shown);
     let ask = match (ask, shape) {
+        (Ask::Least | Ask::Most, Shape::Lines) => {
+            "Write a Python function `value(line: str) -> float` that returns the number the task compares, for one \
+             line (a date as it is written), or None for a line without one."
+        }
         (Ask::Least | Ask::Most, _) => {
             "Write a Python function `value(item: dict) -> float` that returns the number the task compares, for one \
              item."
@@ -539,6 +590,14 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
         (Ask::Total, _) => {
             "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
              adds up. If the task adds up only some of the items, return 0 for the others."
+        }
+        (Ask::Distinct, Shape::Lines) => {
+            "Write a Python function `key(line: str) -> str` that returns, for one line, the value whose different \
+             values the task counts (an address, a name), or None for a line without one."
+        }
+        (Ask::Distinct, _) => {
+            "Write a Python function `key(item: dict) -> str` that returns, for one item, the value whose different \
+             values the task counts (a field's value), or None for an item without one."
         }
         (_, Shape::Lines) => {
             "Write a Python function `keep(line: str) -> bool` that returns True for the lines the task asks about and \
@@ -565,29 +624,42 @@ fn extreme(values: &[Option<f64>], most: bool) -> Option<(usize, f64)> {
     numbers.into_iter().reduce(|a, b| if (most && b.1 > a.1) || (!most && b.1 < a.1) { b } else { a })
 }
 
-/// What the answer request says about the kept records.
-///
-/// For a "which" task the note says only that they are the ones asked about, and to name each:
-/// told "2 of the 4 items ... are the ones the task asks about", the 1.5B model answered that
-/// no user had two-factor authentication turned off beside the two that had (and again when
-/// asked to name them); told this, "Ben and Dara" (bench/README.md, stop 38). A count keeps
-/// the numbers, which it answers from.
-fn kept_note(lang: Language, ask: Ask, shape: Shape, source: &str, kept: usize, of: usize) -> String {
-    let noun = noun(shape);
-    match (lang, ask) {
-        (Language::En, Ask::Which) => format!(
-            "(The data above shows only the {kept} {noun} of `{source}` that the task asks about. Name each of them.)"
-        ),
-        (Language::Zh, Ask::Which) => {
-            format!("（上面的数据只列出了 `{source}` 中任务所问的 {kept} 行。请逐一写出它们。）")
-        }
-        (Language::En, _) => format!(
-            "({kept} of the {of} {noun} of `{source}` are the ones the task asks about; the data above shows only those {kept}.)"
-        ),
-        (Language::Zh, _) => {
-            format!("（`{source}` 的 {of} 行中有 {kept} 行是任务所问的；上面的数据只列出了这 {kept} 行。）")
+/// The different values of `keys` in the order first seen, and how many records gave one.
+fn distinct(keys: &[Option<String>]) -> (Vec<String>, usize) {
+    let mut different: Vec<String> = Vec::new();
+    for key in keys.iter().flatten() {
+        if !different.contains(key) {
+            different.push(key.clone());
         }
     }
+    (different, keys.iter().flatten().count())
+}
+
+/// Whether a count asks for an amount held in a field rather than a number of records: "how
+/// many hours did Ana log" over rows with an `hours` column is a total of that column (the
+/// 1.5B model counted rows, or added every row's hours, bench/README.md, stop 39). The word
+/// after "how many" names a field (also without or with a plural `s`) whose values are numbers.
+fn counts_a_field(task: &str, records: &Records<'_>) -> bool {
+    if records.shape == Shape::Lines {
+        return false;
+    }
+    let lower = task.to_lowercase();
+    let Some(word) = lower.split("how many ").nth(1).and_then(|rest| {
+        rest.split(|c: char| !c.is_alphanumeric() && c != '_').find(|w| !w.is_empty()).map(str::to_string)
+    }) else {
+        return false;
+    };
+    let names = |field: &str| {
+        let field = field.to_lowercase();
+        field == word
+            || field.strip_suffix('s') == Some(word.as_str())
+            || word.strip_suffix('s') == Some(field.as_str())
+    };
+    let Some(serde_json::Value::Object(first)) = records.values.first() else { return false };
+    first.keys().filter(|k| names(k)).any(|k| {
+        let numbers = records.values.iter().filter(|v| v.get(k).is_some_and(serde_json::Value::is_number)).count();
+        numbers * 2 > records.values.len()
+    })
 }
 
 /// The sum of the numbers in `values`, rounded to cents against float noise (0.1 + 0.2), and
@@ -597,34 +669,5 @@ fn total(values: &[Option<f64>]) -> Option<(f64, usize)> {
     (numbers.len() >= 2).then(|| ((numbers.iter().sum::<f64>() * 100.0).round() / 100.0, numbers.len()))
 }
 
-/// What the answer request says about a total.
-fn total_note(lang: Language, shape: Shape, source: &str, sum: f64, counted: usize, of: usize) -> String {
-    let noun = noun(shape);
-    let sum = if sum.fract() == 0.0 && sum.abs() < 1e15 { format!("{}", sum as i64) } else { format!("{sum:.2}") };
-    let over = if counted == of { format!("the {of} {noun}") } else { format!("{counted} of the {of} {noun}") };
-    match lang {
-        Language::En => format!("(Added up over {over} of `{source}`, what the task adds up comes to {sum}.)"),
-        Language::Zh => format!("（按任务所加总的数值，`{source}` 的 {of} 行合计为 {sum}。）"),
-    }
-}
-
-/// What the answer request says about the record with the least or the most.
-fn extreme_note(lang: Language, shape: Shape, source: &str, ask: Ask, value: f64, line: &str, of: usize) -> String {
-    let noun = noun(shape);
-    let value =
-        if value.fract() == 0.0 && value.abs() < 1e15 { format!("{}", value as i64) } else { value.to_string() };
-    match (lang, ask == Ask::Most) {
-        (Language::En, most) => format!(
-            "(Of the {of} {noun} of `{source}`, the one with the {} by what the task compares ({value}) is: {line})",
-            if most { "most" } else { "least" }
-        ),
-        (Language::Zh, most) => format!(
-            "（`{source}` 的 {of} 行中，按任务所比较的数值{}的是（{value}）：{line}）",
-            if most { "最大" } else { "最小" }
-        ),
-    }
-}
-
 #[cfg(test)]
-#[path = "select_tests.rs"]
 mod tests;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Language;
 
 fn call(tool: &str, arguments: &str, status: ToolStatus, result: &str) -> CallRecord {
     CallRecord { tool: tool.into(), arguments: arguments.into(), status, result: result.into() }
@@ -38,12 +39,12 @@ fn only_a_single_whole_result_with_records_is_chosen() {
         call("file_read", r#"{"path":"stock.csv"}"#, ToolStatus::Duplicate, "You already called"),
         call("file_read", r#"{"path":"missing.csv"}"#, ToolStatus::Failed, "[failed] a\nb\nc\n"),
     ];
-    let (i, records) = the_one(&calls).unwrap();
+    let (i, records) = the_one(&calls, false).unwrap();
     assert_eq!((i, records.len(), records.shape), (1, 3, Shape::Csv));
     assert_eq!(source_of(&calls[i]), "stock.csv");
     // Two files with records: a comparison, not a pick from one.
     let two = [calls[1].clone(), call("file_read", r#"{"path":"other.csv"}"#, ToolStatus::Success, csv)];
-    assert!(the_one(&two).is_none());
+    assert!(the_one(&two, false).is_none());
     // A file read in part is not its records.
     let part = [call(
         "file_read",
@@ -51,7 +52,16 @@ fn only_a_single_whole_result_with_records_is_chosen() {
         ToolStatus::Success,
         &format!("{csv}(lines 1-3 of 9)"),
     )];
-    assert!(the_one(&part).is_none());
+    assert!(the_one(&part, false).is_none());
+    // One read whole through a range (`offset: 1`) is, without the range's line.
+    let whole = [call(
+        "file_read",
+        r#"{"path":"stock.csv","offset":1}"#,
+        ToolStatus::Success,
+        &format!("{csv}(lines 1-4 of 4)"),
+    )];
+    let (_, records) = the_one(&whole, false).unwrap();
+    assert_eq!((records.len(), records.shape), (3, Shape::Csv));
     let grep = call("shell", r#"{"command":"grep -c x a.log"}"#, ToolStatus::Success, "a\nb\nc\n");
     assert_eq!(source_of(&grep), "grep -c x a.log");
 }
@@ -62,13 +72,14 @@ fn the_extreme_is_the_least_or_the_most_number() {
     assert_eq!(extreme(&values, false), Some((2, 135.0)), "the first of a tie");
     assert_eq!(extreme(&values, true), Some((3, 410.0)));
     assert_eq!(extreme(&[None, Some(1.0)], true), None, "one number compares nothing");
-    let note = extreme_note(Language::En, Shape::Csv, "stock.csv", Ask::Least, 135.0, "Lyon,135", 4);
+    let note = extreme_note(Language::En, Shape::Csv, "stock.csv", Ask::Least, Some(135.0), "Lyon,135", 4);
     assert_eq!(
         note,
         "(Of the 4 rows of `stock.csv`, the one with the least by what the task compares (135) is: Lyon,135)"
     );
     assert!(
-        extreme_note(Language::Zh, Shape::Csv, "s.csv", Ask::Most, 2.5, "x,2.5", 3).contains("最大的是（2.5）：x,2.5")
+        extreme_note(Language::Zh, Shape::Csv, "s.csv", Ask::Most, Some(2.5), "x,2.5", 3)
+            .contains("最大的是（2.5）：x,2.5")
     );
     assert_eq!(
         kept_note(Language::En, Ask::Count, Shape::Lines, "logs/gateway.log", 5, 40),
@@ -177,11 +188,96 @@ fn a_total_adds_the_numbers_the_function_gave() {
     assert_eq!(total(&[Some(0.1), Some(0.2)]), Some((0.3, 2)), "float noise is rounded away at cents");
     assert_eq!(total(&[Some(5.0), None]), None, "one number is no total of a list");
     assert_eq!(
-        total_note(Language::En, Shape::Csv, "invoices.csv", 2500.0, 4, 4),
+        total_note(Language::En, Shape::Csv, "invoices.csv", 2500.0, (4, 4), "a,1200.00\nb,1300"),
         "(Added up over the 4 rows of `invoices.csv`, what the task adds up comes to 2500.)"
     );
     assert_eq!(
-        total_note(Language::En, Shape::Json, "pay.json", 12.5, 2, 3),
+        total_note(Language::En, Shape::Json, "pay.json", 12.5, (2, 3), r#"[{"amount": 4.25}, {"amount": 8.25}]"#),
         "(Added up over 2 of the 3 items of `pay.json`, what the task adds up comes to 12.50.)"
+    );
+    let hours = "2026-11-23,Ana,6\n2026-11-24,Ana,7.5\n2026-11-25,Ana,3";
+    assert!(total_note(Language::En, Shape::Csv, "t.csv", 16.5, (3, 3), hours).ends_with("comes to 16.5.)"));
+    assert!(total_note(Language::En, Shape::Csv, "t.csv", 0.75, (2, 2), "0.5\n0.25").ends_with("comes to 0.75.)"));
+    assert!(
+        total_note(Language::En, Shape::Csv, "t.csv", 1.25, (2, 2), "0.5\n0.75 v1.2.3").ends_with("comes to 1.25.)")
+    );
+    assert!(
+        total_note(Language::En, Shape::Csv, "t.csv", 2.5, (2, 2), "1\n1.5 2026-11-23").ends_with("comes to 2.5.)")
+    );
+}
+
+#[test]
+fn a_share_a_number_of_different_values_and_plural_which_are_told_apart() {
+    assert_eq!(ask_of("What percentage of the requests in access.log failed with a 5xx status?"), Some(Ask::Share));
+    assert_eq!(ask_of("access.log 中 5xx 请求的占比是多少？"), Some(Ask::Share));
+    assert_eq!(ask_of("How many different IP addresses appear in access.log?"), Some(Ask::Distinct));
+    assert_eq!(ask_of("How many unique users logged in?"), Some(Ask::Distinct));
+    assert_eq!(ask_of("access.log 里有多少个不同的 IP？"), Some(Ask::Distinct));
+    assert_eq!(ask_of("Which contracts in contracts.csv expire before 2027-01-01?"), Some(Ask::Which));
+    assert_eq!(ask_of("Which of the hosts missed their backup?"), Some(Ask::Which));
+    assert_eq!(ask_of("Which process uses port 8080?"), None, "a singular ending in s");
+    assert_eq!(ask_of("Which status does the deploy have now?"), Some(Ask::Which), "has 'have'");
+    assert_eq!(ask_of("How many requests failed?"), Some(Ask::Count));
+}
+
+#[test]
+fn a_count_of_a_numeric_field_is_a_total_of_it() {
+    let text = "date,person,hours\n2026-11-23,Ana,6\n2026-11-23,Ben,8\n2026-11-24,Ana,7.5\n2026-11-25,Ana,3\n";
+    let records = Records::of(text).unwrap();
+    assert!(counts_a_field("How many hours did Ana log in timesheet.csv this week?", &records));
+    assert!(counts_a_field("How many hour did Ana log?", &records), "the field named without its s");
+    assert!(!counts_a_field("How many days did Ana log hours?", &records), "a word that is not a field");
+    assert!(!counts_a_field("How many persons logged hours?", &records), "a field of names is counted, not added");
+    let lines = Records::of("a\nb\nc\nd\ne\nf\n").unwrap();
+    assert!(!counts_a_field("How many hours?", &lines));
+}
+
+#[test]
+fn the_engine_works_out_the_share_and_the_different_values() {
+    assert_eq!(
+        share_note(Language::En, Shape::Lines, "access.log", 2, 10),
+        "(2 of the 10 lines of `access.log` are the ones the task asks about: 20% of them. The data above shows only those 2.)"
+    );
+    assert!(share_note(Language::En, Shape::Csv, "x.csv", 1, 3).contains("33.3%"));
+    assert!(share_note(Language::Zh, Shape::Csv, "x.csv", 1, 8).contains("12.5%"));
+    let keys = [Some("10.0.0.5".to_string()), Some("10.0.0.7".into()), None, Some("10.0.0.5".into())];
+    let (different, with) = distinct(&keys);
+    assert_eq!((different.clone(), with), (vec!["10.0.0.5".to_string(), "10.0.0.7".into()], 3));
+    assert_eq!(
+        distinct_note(Language::En, "access.log", &different),
+        "(`access.log` holds 2 different values of what the task counts: 10.0.0.5, 10.0.0.7.)"
+    );
+}
+
+#[test]
+fn the_earliest_of_dates_is_named_without_the_engines_number() {
+    assert_eq!(ask_of("Which backup in backups.txt is the oldest?"), Some(Ask::Least));
+    assert_eq!(ask_of("Which is the newest release in releases.csv?"), Some(Ask::Most));
+    assert_eq!(
+        extreme_note(Language::En, Shape::Lines, "backups.txt", Ask::Least, None, "db-2026-11-09.tar.gz", 5),
+        "(Of the 5 lines of `backups.txt`, the earliest by the date the task compares is: db-2026-11-09.tar.gz)"
+    );
+    let calls = [call(
+        "file_read",
+        r#"{"path":"backups.txt"}"#,
+        ToolStatus::Success,
+        "db-2026-11-20.tar.gz\ndb-2026-11-14.tar.gz\ndb-2026-11-27.tar.gz\ndb-2026-11-09.tar.gz\ndb-2026-11-25.tar.gz\n",
+    )];
+    assert!(applies("Which backup in backups.txt is the oldest?", &calls), "the least of lines is picked too");
+    assert!(!applies("Which backups in backups.txt are from November?", &calls), "which over lines is not");
+}
+
+#[test]
+fn a_question_for_the_last_of_something_is_told_from_spans_and_conditions() {
+    assert_eq!(ask_of("What was the last error in logs/app.log?"), Some(Ask::Last));
+    assert_eq!(ask_of("When was the latest deploy according to deploys.log?"), Some(Ask::Last));
+    assert_eq!(ask_of("What errors happened in the last 24 hours?"), None);
+    assert_eq!(ask_of("What changed in the last commit?"), None);
+    assert_eq!(ask_of("What is on the last line of disk.log?"), None);
+    assert_eq!(ask_of("If the last backup did not finish, tell me when it failed and why."), None);
+    assert_eq!(ask_of("Check the latest build at http://x/api/build.json and tell me whether it passed."), None);
+    assert_eq!(
+        last_note(Language::En, Shape::Lines, "logs/app.log", 2, "09:12 ERROR upstream timeout"),
+        "(The data above shows only the 2 lines of `logs/app.log` that the task asks about. The last of them is: 09:12 ERROR upstream timeout)"
     );
 }
