@@ -97,6 +97,8 @@ pub(super) struct SentBack {
     pub(super) failure: bool,
     /// A file read only in part, after a silent answer.
     pub(super) part: bool,
+    /// A count over a `git log` whose limit cut its output (`capped.rs`).
+    pub(super) capped: bool,
     /// The turn offers `file_read`: a search that matched no line is followed by reading the
     /// file with it; without it, with the search's command printing every line.
     pub(super) file_read: bool,
@@ -127,6 +129,14 @@ impl SentBack {
                 "failed_check_reask",
                 "the reply came after a failed tool call; sent the failure back",
                 failure_message(lang, &failure),
+            ));
+        }
+        if let Some(capped) = (!self.capped).then(|| super::capped::capped(task, calls)).flatten() {
+            self.capped = true;
+            return Some((
+                "capped_count_reask",
+                "the count came from a command whose limit cut its output; sent the command without it",
+                super::capped::message(lang, &capped),
             ));
         }
         if self.part {

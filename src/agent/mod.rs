@@ -9,6 +9,7 @@
 
 mod approach;
 pub mod attach;
+mod capped;
 mod code_check;
 mod comparison;
 mod difference;

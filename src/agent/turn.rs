@@ -93,21 +93,27 @@ impl Agent {
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
                 // The records the task asks about (`select.rs`), chosen again only when the turn
                 // has made calls since.
-                if selection.as_ref().is_none_or(|(made, _)| *made != calls_made.len()) {
-                    selection = Some((calls_made.len(), self.select_records(message, &calls_made, &mut stats).await));
+                // A `git log` whose limit cut it is left out once the whole one ran (`capped.rs`).
+                let seen = super::capped::without_superseded(&calls_made);
+                // A count of commits is the number of commits the one `git log` shows.
+                let commits = super::capped::commits_note(message, &seen, lang);
+                if commits.is_some() {
+                    selection = Some((calls_made.len(), None));
+                } else if selection.as_ref().is_none_or(|(made, _)| *made != calls_made.len()) {
+                    selection = Some((calls_made.len(), self.select_records(message, &seen, &mut stats).await));
                 }
                 let selected = selection.as_ref().and_then(|(_, s)| s.as_ref());
                 let calls = match selected {
                     Some(s) => {
-                        let mut calls = calls_made.clone();
+                        let mut calls = seen.to_vec();
                         calls[s.call].result = s.result.clone();
                         std::borrow::Cow::Owned(calls)
                     }
-                    None => std::borrow::Cow::Borrowed(&calls_made),
+                    None => seen.clone(),
                 };
                 // Which lines of one list the other lacks (`difference.rs`), when nothing was selected.
-                let lacks = selected.is_none().then(|| super::difference::note(message, &calls_made, lang)).flatten();
-                let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref());
+                let lacks = selected.is_none().then(|| super::difference::note(message, &seen, lang)).flatten();
+                let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref()).or(commits.as_deref());
                 evidence::messages(message, &calls, lang, now, &remembered, note).map(|m| {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })

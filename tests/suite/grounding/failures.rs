@@ -182,6 +182,53 @@ async fn a_refused_pipe_goes_back_as_its_first_command() {
     assert_eq!(tool_events(&h), [("shell".into(), ToolStatus::Refused), ("shell".into(), ToolStatus::Success)]);
 }
 
+/// "How many commits" counted over `git log -3`: the answer goes back once with the command
+/// without its limit (the probe's git-count task, bench/README.md, stop 39), and that runs
+/// against a real repository of five commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_over_a_git_log_its_limit_cut_goes_back_with_the_limit_dropped() {
+    let h = Harness::new().await;
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(h.workspace())
+            .env("HOME", h.workspace())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for n in 1..=5 {
+        h.write(&format!("f{n}.txt"), "x\n");
+        git(&["add", "."]);
+        git(&["-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", &format!("Change {n}")]);
+    }
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "git log -3 --oneline"})),
+        text("3"),
+        tool_call("shell", json!({"command": "git log --oneline"})),
+        text("There are 5 commits."),
+    ]);
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["git".into()],
+    );
+    agent.set_routine_name("commits");
+    let reply = agent.process_message("How many commits are there in this repository?").await.unwrap();
+    assert_eq!(reply, "There are 5 commits.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_text(&reqs[2]),
+        r#"`git log -3 --oneline` shows at most 3 commits, and the task counts them all. Call this instead: shell {"command":"git log --oneline"}"#
+    );
+    assert_eq!(reqs[2]["tool_choice"], "required");
+    assert_eq!(crate::common::content(&reqs[3], 5).lines().count(), 5, "all five commits listed");
+    assert_eq!(notes(&h), ["capped_count_reask"]);
+}
+
 /// A search that matched no line where `file_read` is not offered goes back with the `grep`
 /// that prints every line of the file: the routine's own command reads it, and the count is
 /// taken from those lines (the probe's count-warnings task, bench/README.md, stop 38).

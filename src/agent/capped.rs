@@ -1,0 +1,200 @@
+//! A count over output that the model's own command capped: `git log -3` for "how many commits
+//! are there" shows three, and the 1.5B model answered 3 of 5 (bench/README.md, stop 39). When
+//! the task asks how many and the turn's `git log` with a limit (`-3`, `-n 3`, `--max-count=3`)
+//! printed exactly that many commits, the answer goes back once with the same command without
+//! the limit, as a call to make; the policy decides it like any other.
+
+use super::events::{CallRecord, ToolStatus};
+use super::select::{Ask, ask_of};
+use crate::config::Language;
+
+/// The capped call: its command as written, the limit, and the command without it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Capped {
+    command: String,
+    limit: usize,
+    whole: String,
+}
+
+/// The first successful `git log` call of the turn whose limit its output reached, for a task
+/// that asks how many; `None` otherwise.
+pub(super) fn capped(task: &str, calls: &[CallRecord]) -> Option<Capped> {
+    if !matches!(ask_of(task), Some(Ask::Count | Ask::Distinct)) {
+        return None;
+    }
+    calls.iter().filter(|c| c.tool == "shell" && c.status == ToolStatus::Success).find_map(|call| {
+        let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+        let command = args.get("command")?.as_str()?;
+        let argv = crate::policy::command::parse(command).ok()?.argv;
+        let (limit, rest) = git_log_limit(&argv)?;
+        (shown_commits(&call.result) == limit).then(|| Capped {
+            command: command.to_string(),
+            limit,
+            whole: shell_words::join(rest),
+        })
+    })
+}
+
+/// The limit of a `git log` command line and its words without it.
+fn git_log_limit(argv: &[String]) -> Option<(usize, Vec<String>)> {
+    let log = argv.iter().position(|a| a == "log")?;
+    if argv.first().map(String::as_str) != Some("git") || argv[1..log].iter().any(|a| !a.starts_with('-')) {
+        return None;
+    }
+    let mut limit = None;
+    let mut rest = Vec::new();
+    let mut words = argv.iter().enumerate();
+    while let Some((k, word)) = words.next() {
+        if k <= log || word == "--" {
+            rest.push(word.clone());
+            continue;
+        }
+        let value = if let Some(n) = word.strip_prefix("--max-count=") {
+            Some(n.to_string())
+        } else if word == "-n" || word == "--max-count" {
+            words.next().map(|(_, n)| n.clone())
+        } else if let Some(n) = word.strip_prefix("-n").filter(|n| !n.is_empty()) {
+            Some(n.to_string())
+        } else {
+            word.strip_prefix('-')
+                .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                .map(str::to_string)
+        };
+        match value.and_then(|n| n.parse::<usize>().ok()) {
+            Some(n) => limit = Some(n),
+            None => rest.push(word.clone()),
+        }
+    }
+    limit.filter(|n| *n > 0).map(|n| (n, rest))
+}
+
+/// How many commits a `git log` output shows: its `commit <hash>` lines, or, in a one-line
+/// format, its non-empty lines.
+fn shown_commits(output: &str) -> usize {
+    let headers = output.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count();
+    if headers > 0 { headers } else { output.lines().filter(|l| !l.trim().is_empty()).count() }
+}
+
+/// The turn's calls without each `git log` whose limit a later successful call of the same
+/// command without it superseded: shown both, the model added them up (3 and 5 made 6).
+pub(super) fn without_superseded(calls: &[CallRecord]) -> std::borrow::Cow<'_, [CallRecord]> {
+    let command = |c: &CallRecord| -> Option<Vec<String>> {
+        let args: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
+        crate::policy::command::parse(args.get("command")?.as_str()?).ok().map(|p| p.argv)
+    };
+    let whole: Vec<Vec<String>> =
+        calls.iter().filter(|c| c.tool == "shell" && c.status == ToolStatus::Success).filter_map(command).collect();
+    let superseded = |c: &CallRecord| {
+        c.tool == "shell"
+            && command(c).and_then(|argv| git_log_limit(&argv)).is_some_and(|(_, rest)| whole.contains(&rest))
+    };
+    if calls.iter().any(superseded) {
+        std::borrow::Cow::Owned(calls.iter().filter(|c| !superseded(c)).cloned().collect())
+    } else {
+        std::borrow::Cow::Borrowed(calls)
+    }
+}
+
+/// For a task that asks how many, when the turn's one successful `git log` shows commits in its
+/// default format (`commit <hash>` lines): the engine's count of them. Asked from the five
+/// commits of `git log --stat`, the 1.5B model answered 6, and its `keep` over the lines named
+/// each commit by its message.
+pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
+    if ask_of(task) != Some(Ask::Count) {
+        return None;
+    }
+    let ok: Vec<&CallRecord> = calls.iter().filter(|c| c.status == ToolStatus::Success).collect();
+    let [call] = ok[..] else { return None };
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    let command = args.get("command")?.as_str()?;
+    let argv = crate::policy::command::parse(command).ok()?.argv;
+    let log = argv.iter().position(|a| a == "log")?;
+    if call.tool != "shell"
+        || argv.first().map(String::as_str) != Some("git")
+        || argv[1..log].iter().any(|a| !a.starts_with('-'))
+    {
+        return None;
+    }
+    let n = call.result.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count();
+    (n > 0).then(|| match lang {
+        Language::En => format!("(`{command}` shows {n} commits.)"),
+        Language::Zh => format!("（`{command}` 显示了 {n} 个提交。）"),
+    })
+}
+
+/// What sends the answer back with the command that shows them all.
+pub(super) fn message(lang: Language, capped: &Capped) -> String {
+    let Capped { command, limit, whole } = capped;
+    let call = format!("shell {}", serde_json::json!({ "command": whole }));
+    match lang {
+        Language::En => format!(
+            "`{command}` shows at most {limit} commits, and the task counts them all. Call this instead: {call}"
+        ),
+        Language::Zh => format!("`{command}` 最多只显示 {limit} 个提交，而任务要数全部。请改为调用：{call}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(command: &str, result: &str) -> CallRecord {
+        CallRecord {
+            tool: "shell".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        }
+    }
+
+    const THREE: &str = "commit 1fa4d284c8cd\nAuthor: A <a@x>\n\n    Fifth\n\ncommit 69eeb79d9239\n\n    Fourth\n\ncommit 8bec50d28b58\n\n    Third\n";
+
+    #[test]
+    fn a_limit_the_output_reached_is_a_count_capped() {
+        let task = "How many commits are there in this repository?";
+        let c = capped(task, &[shell("git log -3 --stat", THREE)]).unwrap();
+        assert_eq!(c, Capped { command: "git log -3 --stat".into(), limit: 3, whole: "git log --stat".into() });
+        assert_eq!(
+            message(Language::En, &c),
+            r#"`git log -3 --stat` shows at most 3 commits, and the task counts them all. Call this instead: shell {"command":"git log --stat"}"#
+        );
+        for (line, whole) in [
+            ("git log -n 3", "git log"),
+            ("git log -n3 --oneline", "git log --oneline"),
+            ("git log --max-count=3 '--pretty=format:%h %s'", "git log '--pretty=format:%h %s'"),
+            ("git --no-pager log --max-count 3", "git --no-pager log"),
+        ] {
+            let c = capped(task, &[shell(line, "a1 x\nb2 y\nc3 z\n")]).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(c.whole, whole);
+        }
+    }
+
+    #[test]
+    fn the_commits_a_log_shows_are_counted_for_a_count() {
+        let task = "How many commits are there in this repository?";
+        let note = commits_note(task, &[shell("git log --stat", THREE)], Language::En);
+        assert_eq!(note.as_deref(), Some("(`git log --stat` shows 3 commits.)"));
+        assert_eq!(commits_note("What changed?", &[shell("git log --stat", THREE)], Language::En), None);
+        assert_eq!(commits_note(task, &[shell("git log --oneline", "a1 x\nb2 y\n")], Language::En), None);
+        let two = [shell("git log --stat", THREE), shell("git status", "clean")];
+        assert_eq!(commits_note(task, &two, Language::En), None, "two results: not only the log");
+    }
+
+    #[test]
+    fn a_capped_log_is_left_out_once_the_whole_one_ran() {
+        let calls = [shell("git log -3 --stat", THREE), shell("ls", "a\n"), shell("git log --stat", "all")];
+        let seen = without_superseded(&calls);
+        assert_eq!(seen.iter().map(|c| c.result.as_str()).collect::<Vec<_>>(), ["a\n", "all"]);
+        assert!(matches!(without_superseded(&calls[..2]), std::borrow::Cow::Borrowed(_)), "nothing superseded");
+    }
+
+    #[test]
+    fn a_limit_not_reached_or_a_task_that_counts_nothing_is_left_alone() {
+        let task = "How many commits are there in this repository?";
+        assert_eq!(capped(task, &[shell("git log -5", THREE)]), None, "fewer than the limit: all of them");
+        assert_eq!(capped(task, &[shell("git log", THREE)]), None);
+        assert_eq!(capped("What did the last three commits change?", &[shell("git log -3", THREE)]), None);
+        assert_eq!(capped(task, &[shell("git show -3", THREE)]), None);
+        assert_eq!(capped(task, &[shell("git -C /x log -3", THREE)]), None, "an option with a value before log");
+    }
+}
