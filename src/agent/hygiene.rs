@@ -150,7 +150,10 @@ pub(super) fn describes_tool_use(text: &str, known: &dyn Fn(&str) -> bool) -> bo
     let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
     let named = words.filter(|w| w.contains('_')).any(known);
     let quoted = text.split('`').skip(1).step_by(2).any(|w| known(w.trim()));
-    named || quoted
+    // A command to run written out for a reader: "you can use the following command: ```sh
+    // git log -3 --stat --author```", delivered after a `git log` that held the answer (stop 39).
+    let shell_block = ["```sh", "```bash", "```shell", "```console", "```zsh"].iter().any(|f| lower.contains(f));
+    named || quoted || shell_block || lower.contains("the following command")
 }
 
 /// Whether `text` is chat-template tokens and nothing else (`<tool_response>`, `<|im_end|>`):
@@ -311,6 +314,8 @@ mod tests {
             "Let me run `shell` with `wc -l data.csv` to count them.",
             "You can call memory_store to remember it.",
             "我将使用 file_read 读取文件，然后统计行数。",
+            "To list the commits, you can use the following command:\n\n```sh\ngit log -3 --stat --author\n```",
+            "You can run this:\n```bash\ngrep -c ERROR app.log\n```",
         ] {
             assert!(describes_tool_use(plan, &known), "{plan}");
         }
@@ -321,6 +326,7 @@ mod tests {
             "You can find the settings in config/app.toml: the port is 8420.",
             "Let me know if the `web_server` needs a restart: it answered 502.",
             "The shell of the building is done; I would say the work is on time.",
+            "The last commit (Chloe, 02:13) fixed the VAT rounding:\n```\ninvoice.py | 1 +\n```",
         ] {
             assert!(!describes_tool_use(answer, &known), "{answer}");
         }

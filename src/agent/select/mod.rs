@@ -537,7 +537,6 @@ fn the_one(calls: &[CallRecord], few_lines: bool) -> Option<(usize, Records<'_>)
         let text = match crate::tools::read_range(&call.result) {
             Some((first, last, lines)) if first > 1 || last < lines => continue,
             Some(_) => crate::tools::without_range(&call.result),
-            None if call.tool == "http_request" => crate::tools::http_body(&call.result),
             None => call.result.as_str(),
         };
         let min_lines = if few_lines { 3 } else { records::MIN_LINES };
