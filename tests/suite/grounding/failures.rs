@@ -100,16 +100,7 @@ async fn a_failure_after_a_look_that_worked_is_reported_as_the_model_answered() 
 async fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
     let h = Harness::new().await;
     h.write("export.py", "x = 1\n");
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(h.workspace())
-            .env("HOME", h.workspace())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
+    let git = |args: &[&str]| git_in(&h, args);
     git(&["init", "-q", "-b", "main"]);
     git(&["add", "export.py"]);
     git(&["-c", "user.name=Dara Singh", "-c", "user.email=dara@example.com", "commit", "-q", "-m", "Add CSV export"]);
@@ -188,16 +179,7 @@ async fn a_refused_pipe_goes_back_as_its_first_command() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_over_a_git_log_its_limit_cut_goes_back_with_the_limit_dropped() {
     let h = Harness::new().await;
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(h.workspace())
-            .env("HOME", h.workspace())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
+    let git = |args: &[&str]| git_in(&h, args);
     git(&["init", "-q", "-b", "main"]);
     for n in 1..=5 {
         h.write(&format!("f{n}.txt"), "x\n");
@@ -448,4 +430,16 @@ async fn advice_after_a_command_called_wrong_is_sent_back_with_the_failure() {
     assert_eq!(reqs[2]["tool_choice"], "required");
     assert!(!reqs[2].to_string().contains("try grep ERROR"), "the advice is not in the conversation");
     assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
+/// Runs `git args` in the harness's workspace, as the runner makes a repository (never the agent).
+fn git_in(h: &Harness, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(h.workspace())
+        .env("HOME", h.workspace())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
