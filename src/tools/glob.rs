@@ -128,6 +128,12 @@ fn matches(pattern: &str, root: &Path, skip: &dyn Fn(&Path) -> bool) -> Option<V
         let mut next = Vec::new();
         for (written, real) in &found {
             let join = |name: &str| if written.is_empty() { name.to_string() } else { format!("{written}/{name}") };
+            // Nothing is looked up in a folder outside the workspace or out of sight, even by
+            // name: `*/id_rsa` must not tell whether a link's target holds one.
+            let inside = real.canonicalize().is_ok_and(|dir| dir.starts_with(root) && !skip(&dir));
+            if !inside {
+                continue;
+            }
             if !has_glob(part) {
                 let candidate = real.join(part);
                 if (last && !dir_only) || candidate.is_dir() {
@@ -256,6 +262,8 @@ mod tests {
         assert_eq!(run("ls ../outside/*", &root), ["ls", "../outside/*"]);
         assert_eq!(run("ls /etc/pass*", &root), ["ls", "/etc/pass*"]);
         assert_eq!(run("ls secret/*", &root), ["ls", "secret/*"]);
+        assert_eq!(run("ls */id_rsa", &root), ["ls", "*/id_rsa"], "a name is not looked up through a link");
+        assert_eq!(run("ls */key", &root), ["ls", "*/key"], "nor in a folder out of sight");
         assert!(!run("ls *", &root).iter().any(|w| w.contains("secret")));
     }
 

@@ -197,14 +197,15 @@ async fn a_glob_expands_to_what_the_sandbox_shows_and_nothing_more() {
     let p = project(&mock);
     p.write("data/big.bin", &"b".repeat(9000)).write("data/small.txt", "a").write("-rf", "x");
     symlink(outside.path(), p.path().join("out")).unwrap();
-    mock.push_all([tool_call("shell", json!({"command": "ls -d .* data/* out/* *"})), text("done")]);
+    mock.push_all([tool_call("shell", json!({"command": "ls -d .* data/* out/* */id_rsa *"})), text("done")]);
     p.run_async(["run", "hostile"]).await.success();
     let seen = result_seen(&mock, 0);
     for listed in ["data/big.bin", "data/small.txt", "./-rf", "routines.yaml"] {
         assert!(seen.lines().any(|l| l == listed), "{listed} missing from {seen}");
     }
     assert!(seen.contains("cannot access 'out/*'"), "the link was listed through: {seen}");
-    assert!(!seen.contains("id_rsa"), "{seen}");
+    assert!(!seen.contains("out/id_rsa"), "a name was looked up through the link: {seen}");
+    assert!(seen.contains("cannot access '*/id_rsa'"), "{seen}");
     assert!(!seen.contains(".routines"), "the engine's data folder was named: {seen}");
     assert!(p.path().join("-rf").exists());
 }
