@@ -22,72 +22,96 @@ pub(super) fn capped(task: &str, calls: &[CallRecord]) -> Option<Capped> {
     if !matches!(ask_of(task), Some(Ask::Count | Ask::Distinct)) {
         return None;
     }
-    calls.iter().filter(|c| c.tool == "shell" && c.status == ToolStatus::Success).find_map(|call| {
-        let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
-        let command = args.get("command")?.as_str()?;
-        let argv = crate::policy::command::parse(command).ok()?.argv;
-        let (limit, rest) = git_log_limit(&argv)?;
+    calls.iter().filter(|c| c.status == ToolStatus::Success).find_map(|call| {
+        let log = git_log(call)?;
+        let (limit, rest) = log.limit()?;
         (shown_commits(&call.result) == limit).then(|| Capped {
-            command: command.to_string(),
+            command: log.command.clone(),
             limit,
             whole: shell_words::join(rest),
         })
     })
 }
 
-/// The limit of a `git log` command line and its words without it.
-fn git_log_limit(argv: &[String]) -> Option<(usize, Vec<String>)> {
+/// A `shell` call that runs `git log` (options may stand between `git` and `log`, other words
+/// may not): its command as written, its words, and where `log` stands among them.
+struct GitLog {
+    command: String,
+    argv: Vec<String>,
+    log: usize,
+}
+
+/// The call as a `git log`, or `None` when it is another tool or another command.
+fn git_log(call: &CallRecord) -> Option<GitLog> {
+    if call.tool != "shell" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    let command = args.get("command")?.as_str()?.to_string();
+    let argv = crate::policy::command::parse(&command).ok()?.argv;
     let log = argv.iter().position(|a| a == "log")?;
     if argv.first().map(String::as_str) != Some("git") || argv[1..log].iter().any(|a| !a.starts_with('-')) {
         return None;
     }
-    let mut limit = None;
-    let mut rest = Vec::new();
-    let mut words = argv.iter().enumerate();
-    while let Some((k, word)) = words.next() {
-        if k <= log || word == "--" {
-            rest.push(word.clone());
-            continue;
+    Some(GitLog { command, argv, log })
+}
+
+impl GitLog {
+    /// The limit of the command line and its words without it.
+    fn limit(&self) -> Option<(usize, Vec<String>)> {
+        let (argv, log) = (&self.argv, self.log);
+        let mut limit = None;
+        let mut rest = Vec::new();
+        let mut words = argv.iter().enumerate();
+        while let Some((k, word)) = words.next() {
+            if k <= log || word == "--" {
+                rest.push(word.clone());
+                continue;
+            }
+            let value = if let Some(n) = word.strip_prefix("--max-count=") {
+                Some(n.to_string())
+            } else if word == "-n" || word == "--max-count" {
+                words.next().map(|(_, n)| n.clone())
+            } else if let Some(n) = word.strip_prefix("-n").filter(|n| !n.is_empty()) {
+                Some(n.to_string())
+            } else {
+                word.strip_prefix('-')
+                    .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                    .map(str::to_string)
+            };
+            match value.and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => limit = Some(n),
+                None => rest.push(word.clone()),
+            }
         }
-        let value = if let Some(n) = word.strip_prefix("--max-count=") {
-            Some(n.to_string())
-        } else if word == "-n" || word == "--max-count" {
-            words.next().map(|(_, n)| n.clone())
-        } else if let Some(n) = word.strip_prefix("-n").filter(|n| !n.is_empty()) {
-            Some(n.to_string())
-        } else {
-            word.strip_prefix('-')
-                .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-                .map(str::to_string)
-        };
-        match value.and_then(|n| n.parse::<usize>().ok()) {
-            Some(n) => limit = Some(n),
-            None => rest.push(word.clone()),
-        }
+        limit.filter(|n| *n > 0).map(|n| (n, rest))
     }
-    limit.filter(|n| *n > 0).map(|n| (n, rest))
 }
 
 /// How many commits a `git log` output shows: its `commit <hash>` lines, or, in a one-line
 /// format, its non-empty lines.
 fn shown_commits(output: &str) -> usize {
-    let headers = output.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count();
-    if headers > 0 { headers } else { output.lines().filter(|l| !l.trim().is_empty()).count() }
+    match commit_headers(output) {
+        0 => output.lines().filter(|l| !l.trim().is_empty()).count(),
+        headers => headers,
+    }
+}
+
+/// The `commit <hash>` lines of a `git log` output in its default format.
+fn commit_headers(output: &str) -> usize {
+    output.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count()
 }
 
 /// The turn's calls without each `git log` whose limit a later successful call of the same
 /// command without it superseded: shown both, the model added them up (3 and 5 made 6).
 pub(super) fn without_superseded(calls: &[CallRecord]) -> std::borrow::Cow<'_, [CallRecord]> {
-    let command = |c: &CallRecord| -> Option<Vec<String>> {
-        let args: serde_json::Value = serde_json::from_str(&c.arguments).ok()?;
-        crate::policy::command::parse(args.get("command")?.as_str()?).ok().map(|p| p.argv)
-    };
-    let whole: Vec<Vec<String>> =
-        calls.iter().filter(|c| c.tool == "shell" && c.status == ToolStatus::Success).filter_map(command).collect();
-    let superseded = |c: &CallRecord| {
-        c.tool == "shell"
-            && command(c).and_then(|argv| git_log_limit(&argv)).is_some_and(|(_, rest)| whole.contains(&rest))
-    };
+    let whole: Vec<Vec<String>> = calls
+        .iter()
+        .filter(|c| c.status == ToolStatus::Success)
+        .filter_map(|c| git_log(c).map(|log| log.argv))
+        .collect();
+    let superseded =
+        |c: &CallRecord| git_log(c).and_then(|log| log.limit()).is_some_and(|(_, rest)| whole.contains(&rest));
     if calls.iter().any(superseded) {
         std::borrow::Cow::Owned(calls.iter().filter(|c| !superseded(c)).cloned().collect())
     } else {
@@ -105,17 +129,8 @@ pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> 
     }
     let ok: Vec<&CallRecord> = calls.iter().filter(|c| c.status == ToolStatus::Success).collect();
     let [call] = ok[..] else { return None };
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
-    let command = args.get("command")?.as_str()?;
-    let argv = crate::policy::command::parse(command).ok()?.argv;
-    let log = argv.iter().position(|a| a == "log")?;
-    if call.tool != "shell"
-        || argv.first().map(String::as_str) != Some("git")
-        || argv[1..log].iter().any(|a| !a.starts_with('-'))
-    {
-        return None;
-    }
-    let n = call.result.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count();
+    let command = git_log(call)?.command;
+    let n = commit_headers(&call.result);
     (n > 0).then(|| match lang {
         Language::En => format!("(`{command}` shows {n} commits.)"),
         Language::Zh => format!("（`{command}` 显示了 {n} 个提交。）"),
