@@ -42,7 +42,15 @@ pub(super) fn failures(expect: &Expect, run: &Ended<'_>, workspace: &Path) -> Ve
                         out.push(format!("file {rel} holds {:?}, expected {:?}", clip(&text), clip(want)));
                     }
                 }
-                text_failures(&format!("file {rel}"), &text, &f.contains, &[], &f.matches, &[], &mut out);
+                text_failures(
+                    &format!("file {rel}"),
+                    &text,
+                    &f.contains,
+                    &f.not_contains,
+                    &f.matches,
+                    &f.not_matches,
+                    &mut out,
+                );
             }
         }
     }
@@ -104,7 +112,10 @@ mod tests {
             "contains": ["SEVENTEEN"],
             "not_contains": ["error"],
             "matches": ["\\b17\\b"],
-            "files": {"report.md": {"contains": ["total"], "matches": ["17"]}, "gone.md": {"exists": false}}
+            "files": {
+                "report.md": {"contains": ["total"], "not_contains": ["error"], "matches": ["17"], "not_matches": ["\\b18\\b"]},
+                "gone.md": {"exists": false}
+            }
         }));
         let run = Ended { status: RunStatus::Succeeded, output: "The file has 17 (seventeen) lines.", error: None };
         assert_eq!(failures(&e, &run, dir.path()), Vec::<String>::new());
@@ -117,14 +128,35 @@ mod tests {
             expect(serde_json::json!({"status": "silent", "contains": ["17"], "not_matches": ["(?i)all clear"]}));
         e.files.insert(
             "report.md".into(),
-            FileExpect { exists: true, equals: Some("x".into()), contains: vec![], matches: vec![] },
+            FileExpect {
+                exists: true,
+                equals: Some("x".into()),
+                contains: vec![],
+                not_contains: vec![],
+                matches: vec![],
+                not_matches: vec![],
+            },
+        );
+        std::fs::write(dir.path().join("done.md"), "- [x] ship it\n- [ ] test it\n").unwrap();
+        e.files.insert(
+            "done.md".into(),
+            FileExpect {
+                exists: true,
+                equals: None,
+                contains: vec![],
+                not_contains: vec!["SHIP".into()],
+                matches: vec![],
+                not_matches: vec![r"\[x\]".into()],
+            },
         );
         let run = Ended { status: RunStatus::Failed, output: "ALL CLEAR", error: Some("the model gave up") };
         let found = failures(&e, &run, dir.path());
-        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(found.len(), 6, "{found:?}");
+        assert_eq!(found[3], "file done.md contains \"SHIP\"");
+        assert_eq!(found[4], r"file done.md matches /\[x\]/");
+        assert!(found[5].starts_with("file report.md cannot be read: "), "{}", found[5]);
         assert_eq!(found[0], "status failed (the model gave up), expected silent");
         assert_eq!(found[1], "output lacks \"17\"");
         assert_eq!(found[2], "output matches /(?i)all clear/");
-        assert!(found[3].starts_with("file report.md cannot be read: "), "{}", found[3]);
     }
 }

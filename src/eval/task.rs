@@ -175,10 +175,18 @@ pub struct FileExpect {
     pub exists: bool,
     /// Its whole content, ignoring whitespace at both ends.
     pub equals: Option<String>,
+    /// Substrings the file must contain, ignoring case.
     #[serde(default)]
     pub contains: Vec<String>,
+    /// Substrings the file must not contain, ignoring case.
+    #[serde(default)]
+    pub not_contains: Vec<String>,
+    /// Regular expressions the file must match.
     #[serde(default)]
     pub matches: Vec<String>,
+    /// Regular expressions the file must not match.
+    #[serde(default)]
+    pub not_matches: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -307,5 +315,6 @@ fn check_expect(source: &SourceMap, at: &[&str], expect: Option<&Expect>, diags:
     check_regexes(&["not_matches"], &e.not_matches);
     for (file, f) in &e.files {
         check_regexes(&["files", file, "matches"], &f.matches);
+        check_regexes(&["files", file, "not_matches"], &f.not_matches);
     }
 }
