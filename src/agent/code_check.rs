@@ -225,9 +225,32 @@ impl Agent {
             self.record(RunEvent::Note { kind: "code_check_lines_left_out", detail });
         }
         match verdict {
-            Verdict::Found(strings) => in_data(strings, &data),
+            Verdict::Found(strings) => match in_data(strings, &data) {
+                Verdict::Found(strings) => self.without_none(&task.task, strings, &data),
+                other => other,
+            },
             other => other,
         }
+    }
+
+    /// What the function found without the strings whose every line counts none of what the
+    /// task looks for (`zero_count.rs`: `0 failed`); [`Verdict::Nothing`] when no string of
+    /// three characters or more is left of some. Noted when any is dropped.
+    fn without_none(&self, task: &str, strings: Vec<String>, data: &str) -> Verdict {
+        let none = |s: &String| {
+            let s = s.trim();
+            let lines: Vec<&str> = data.lines().filter(|l| s.chars().count() >= 3 && l.contains(s)).collect();
+            !lines.is_empty() && lines.iter().all(|l| super::zero_count::says_none(task, l))
+        };
+        let dropped = strings.iter().filter(|s| none(s)).count();
+        if dropped == 0 {
+            return Verdict::Found(strings);
+        }
+        let long = |s: &&String| s.trim().chars().count() >= 3;
+        let kept: Vec<String> = strings.into_iter().filter(|s| !none(s)).collect();
+        let detail = format!("{dropped} of the lines the function found count none of what the task looks for");
+        self.record(RunEvent::Note { kind: "code_check_zero_counts", detail });
+        if kept.iter().any(|s| long(&s)) { Verdict::Found(kept) } else { Verdict::Nothing }
     }
 
     /// The report after the check [`Verdict::Found`] something: the answer to the task (without
@@ -295,6 +318,10 @@ impl Agent {
         // Like every final reply: a call written as text or template tokens is never delivered.
         let known = |name: &str| self.tools.get(name).is_some();
         match super::hygiene::settle(&super::evidence::answer_of(&reply), &known) {
+            // Asked to quote the lines found, an answer that holds none of them gets them under it.
+            super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() && cut => {
+                Some(super::quoted::with_lines(&text, &task.task, &calls, lang))
+            }
             super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => Some(text),
             _ => None,
         }

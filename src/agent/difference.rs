@@ -7,6 +7,11 @@
 //! missing (bench/README.md, stop 38). A set difference is a fact the engine can state; the
 //! model words the answer.
 //!
+//! The same for two files of settings (`KEY=value` or `key: value` on every line) and a task that
+//! asks what differs between them ("Which settings differ between staging.env and prod.env?"):
+//! the engine names the keys whose values differ, with both values, and the keys only one file
+//! sets. Shown both files, the 1.5B model named all four keys where two differ (stop 40).
+//!
 //! The lines come from the files (already in the prompt); the note only repeats some of them.
 
 use super::events::{CallRecord, ToolStatus};
@@ -35,9 +40,91 @@ const ABSENT: [&str; 12] = [
 ];
 const ZH_ABSENT: [&str; 4] = ["不在", "没有出现在", "未出现在", "缺少"];
 
+/// Words that ask what differs between two things.
+const DIFFER: [&str; 6] = ["differ", "different", "difference", "differences", "changed between", "compare"];
+const ZH_DIFFER: [&str; 4] = ["不同", "区别", "差异", "不一样"];
+
 /// The note for the answer request, when `task` asks which lines of one file the turn read are
-/// not in the other, as the module says; `None` otherwise.
+/// not in the other, or which settings differ between two files, as the module says; `None`
+/// otherwise.
 pub(super) fn note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
+    absent_note(task, calls, lang).or_else(|| settings_note(task, calls, lang))
+}
+
+/// The settings of a file: `(key, value)` for each line, trimmed, without empty ones and `#`
+/// or `;` comments or `[section]` lines; `None` when a line is not `KEY=value` or `key: value`
+/// with a key of one word, or there are fewer than two.
+fn settings(text: &str) -> Option<Vec<(&str, &str)>> {
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with(['#', ';']) || (line.starts_with('[') && line.ends_with(']')) {
+            continue;
+        }
+        let (key, value) = line.split_once('=').or_else(|| line.split_once(": "))?;
+        let key = key.trim().trim_start_matches("export ").trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return None;
+        }
+        out.push((key, value.trim().trim_matches(['"', '\''])));
+    }
+    (2..=MAX_LINES).contains(&out.len()).then_some(out)
+}
+
+/// Which settings differ between the two files the turn read whole, for a task that asks what
+/// differs: the keys whose values differ (both values), and the keys only one file sets.
+fn settings_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    let asks = DIFFER.iter().any(|w| if w.contains(' ') { lower.contains(w) } else { words.contains(w) })
+        || ZH_DIFFER.iter().any(|w| lower.contains(w));
+    if !asks {
+        return None;
+    }
+    let reads = whole_reads(calls);
+    let [(a_path, a_text), (b_path, b_text)] = &reads[..] else { return None };
+    let (a, b) = (settings(a_text)?, settings(b_text)?);
+    let value = |list: &[(&str, &str)], key: &str| list.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string());
+    let mut differ = Vec::new();
+    let mut only_a = Vec::new();
+    for (key, v) in &a {
+        match value(&b, key) {
+            Some(w) if w != *v => differ.push(format!("{key} (`{v}` / `{w}`)")),
+            Some(_) => {}
+            None => only_a.push(key.to_string()),
+        }
+    }
+    let only_b: Vec<String> = b.iter().filter(|(k, _)| value(&a, k).is_none()).map(|(k, _)| k.to_string()).collect();
+    let list = |v: &[String]| v.iter().take(MAX_NAMED).cloned().collect::<Vec<_>>().join(", ");
+    let (a, b) = (a_path.as_str(), b_path.as_str());
+    let (same, differ_words, only, rest, sep, open, close) = match lang {
+        Language::En => (
+            format!("No setting that both `{a}` and `{b}` have differs"),
+            format!("The settings whose values differ (`{a}` / `{b}`): "),
+            ["only in `", "`: "],
+            ". Every other setting is the same in both.",
+            "; ",
+            "(",
+            ")",
+        ),
+        Language::Zh => (
+            format!("`{a}` 和 `{b}` 共有的设置没有不同的"),
+            format!("值不同的设置（`{a}` / `{b}`）："),
+            ["只在 `", "` 中："],
+            "。其他设置两边都一样。",
+            "；",
+            "（",
+            "）",
+        ),
+    };
+    let mut parts = vec![if differ.is_empty() { same } else { format!("{differ_words}{}", list(&differ)) }];
+    for (path, keys) in [(a, &only_a), (b, &only_b)].into_iter().filter(|(_, k)| !k.is_empty()) {
+        parts.push(format!("{}{path}{}{}", only[0], only[1], list(keys)));
+    }
+    Some(format!("{open}{}{rest}{close}", parts.join(sep)))
+}
+
+/// Which lines of one file the other lacks, for a task that asks so.
+fn absent_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
     let lower = task.to_lowercase();
     let absent_at = ABSENT.iter().chain(ZH_ABSENT.iter()).filter_map(|w| lower.find(w).map(|i| i + w.len())).min()?;
     let reads = whole_reads(calls);
@@ -132,6 +219,38 @@ mod tests {
                 .unwrap()
                 .contains("sqlalchemy")
         );
+    }
+
+    #[test]
+    fn the_settings_two_files_set_differently_are_named() {
+        let calls = [
+            read("config/staging.env", "DB_HOST=db-staging\nDB_POOL=10\nLOG_LEVEL=debug\nCACHE_TTL=60\n"),
+            read("config/prod.env", "# prod\nDB_HOST=db-prod\nDB_POOL=10\nLOG_LEVEL=info\nCACHE_TTL=60\nSENTRY=on\n"),
+        ];
+        let task = "Which settings differ between config/staging.env and config/prod.env?";
+        assert_eq!(
+            note(task, &calls, Language::En).as_deref(),
+            Some(
+                "(The settings whose values differ (`config/staging.env` / `config/prod.env`): DB_HOST (`db-staging` / `db-prod`), LOG_LEVEL (`debug` / `info`); only in `config/prod.env`: SENTRY. Every other setting is the same in both.)"
+            )
+        );
+        assert!(
+            note("config/staging.env 和 config/prod.env 有哪些不同？", &calls, Language::Zh)
+                .unwrap()
+                .contains("LOG_LEVEL")
+        );
+        let yaml = [read("a.yaml", "port: 80\nhost: a\n"), read("b.yaml", "port: 80\nhost: a\n")];
+        assert_eq!(
+            note("What is different between a.yaml and b.yaml?", &yaml, Language::En).as_deref(),
+            Some("(No setting that both `a.yaml` and `b.yaml` have differs. Every other setting is the same in both.)")
+        );
+        assert_eq!(
+            note("Summarize config/staging.env and config/prod.env.", &calls, Language::En),
+            None,
+            "no word of difference"
+        );
+        let prose = [read("a.md", "This is prose = not settings\nmore\n"), read("b.md", "x=1\ny=2\n")];
+        assert_eq!(note("What differs between a.md and b.md?", &prose, Language::En), None);
     }
 
     #[test]

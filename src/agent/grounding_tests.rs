@@ -249,3 +249,14 @@ fn appending_after_a_tool_result_adds_a_user_message() {
     assert_eq!(messages.len(), 3);
     assert_eq!((messages[2].role, messages[2].text()), (Role::User, "answer now"));
 }
+
+#[test]
+fn after_every_call_failed_the_answer_is_asked_as_a_report_of_the_failure() {
+    for lang in [Language::En, Language::Zh] {
+        for answer in [true, false] {
+            assert_ne!(repeat_message(lang, answer, true), repeat_message(lang, answer, false));
+        }
+    }
+    assert!(repeat_message(Language::En, true, true).contains("Do not state a result."));
+    assert!(repeat_message(Language::En, true, false).contains("based on the tool results above"));
+}

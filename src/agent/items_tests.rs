@@ -111,6 +111,11 @@ fn an_item_is_left_out_when_the_answer_names_none_of_its_own_values() {
         .map(|s| serde_json::from_str(s).unwrap())
         .collect();
     assert_eq!(left_out(&orders, "Order 10044 is unpaid."), [0]);
+    // A line is named by a word of its own: an answer seldom quotes a whole line.
+    let lines =
+        [Value::from("Ana: billing done. Blocked: staging is down."), Value::from("Chloe: iOS. Blocked: VPN expired.")];
+    assert!(left_out(&lines, "Ana and Chloe are blocked.").is_empty());
+    assert_eq!(left_out(&lines, "Ana is blocked."), [1]);
     // Items that cannot be told apart count as named.
     let same: Vec<Value> =
         [r#"{"ok":true}"#, r#"{"ok":true}"#].iter().map(|s| serde_json::from_str(s).unwrap()).collect();

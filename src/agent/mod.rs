@@ -28,6 +28,7 @@ mod payload;
 pub mod prompt;
 mod python;
 mod questions;
+mod quoted;
 mod record;
 mod records;
 mod reply;
@@ -35,6 +36,8 @@ mod select;
 mod setup;
 mod threshold;
 mod turn;
+mod write_check;
+mod zero_count;
 
 use std::collections::HashSet;
 use std::path::PathBuf;

@@ -11,7 +11,7 @@ use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::evidence;
 use super::grounding::{self, FirstCallRule};
 use super::hygiene::{self, BadReply, Verdict};
-use super::{Agent, AgentError, history};
+use super::{Agent, AgentError, history, write_check};
 use super::{named, payload};
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{
@@ -337,7 +337,7 @@ impl Agent {
             }
             for call in &calls {
                 let held = match held_sent {
-                    false => self.held_write(message, call, &calls_made, &ctx, first, &specs),
+                    false => self.held_write(message, call, &calls_made, &ctx, first, &specs, &mut stats).await,
                     true => None,
                 };
                 let (text, outcome) = match held {
@@ -404,7 +404,9 @@ impl Agent {
                         "the reply repeated a call already answered; offered the other tools"
                     },
                 );
-                pending = Some(grounding::repeat_message(lang, withhold).to_string());
+                // With every call failed there is nothing to answer from: the answer says so.
+                let failed_all = !calls_made.iter().any(|c| c.status == ToolStatus::Success);
+                pending = Some(grounding::repeat_message(lang, withhold, failed_all).to_string());
             } else if !last && self.looked_at_all(message, &calls, &calls_made, &ctx, first, &specs) {
                 // The model would most often make the same call again before answering (a
                 // 1.5B model did in half the tasks of an eval); the answer comes from the
@@ -467,11 +469,13 @@ impl Agent {
         Some(named::message(self.opts.language, &files))
     }
 
-    /// The answer to a call that acts (a write, a stored memory) while files the task names
-    /// that exist are unread (`named::unread_before`): routine turns held to a first tool call,
-    /// with a tool that reads files. The call is not run; the model is told to read first.
-    /// Noted when there is one.
-    fn held_write(
+    /// The answer to a call that acts (a write, a stored memory) and is not run, in routine
+    /// turns held to a first tool call: a write of a file read whole or of an earlier write's
+    /// result (`write_check.rs`), or, with a tool that reads files, any such call while files
+    /// the task names that exist are unread (`named::unread_before`; the model is told to read
+    /// first). Noted when there is one.
+    #[allow(clippy::too_many_arguments)]
+    async fn held_write(
         &self,
         task: &str,
         call: &ToolCall,
@@ -479,9 +483,25 @@ impl Agent {
         ctx: &crate::tools::ToolContext,
         first: FirstCallRule,
         specs: &[ToolSpec],
+        stats: &mut TurnStats,
     ) -> Option<String> {
         let acts = specs.iter().find(|t| t.name == call.name).is_some_and(|t| self.acts(t));
-        if !self.asks_for_named(first, specs) || !acts {
+        if self.routine.is_none() || first == FirstCallRule::Free || !acts {
+            return None;
+        }
+        if let Some(held) = write_check::held(task, &call.name, &call.arguments, calls) {
+            let (why, selected) = match &held {
+                write_check::Held::Copy { source, at } => {
+                    let one = std::slice::from_ref(&calls[*at]);
+                    let selected = self.select_as(task, super::select::Ask::Which, one, stats).await;
+                    (format!("its content is {source} as read"), selected.map(|s| s.result))
+                }
+                write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
+            };
+            self.note("write_held", &format!("{}: {why}; not run", call.name));
+            return Some(write_check::message(self.opts.language, &held, selected.as_deref()));
+        }
+        if !self.asks_for_named(first, specs) {
             return None;
         }
         let files = named::unread_before(task, calls, ctx, &call.arguments);

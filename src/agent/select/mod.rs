@@ -24,10 +24,14 @@ use super::records::{self, Records, Shape};
 use super::{Agent, items, python};
 
 mod ask;
+mod condition;
+mod dates;
 mod notes;
 
 pub(super) use ask::{Ask, ask_of};
-use notes::{distinct_note, extreme_note, kept_note, last_note, phrase_note, printed_note, share_note, total_note};
+use notes::{
+    dated_note, distinct_note, extreme_note, kept_note, last_note, phrase_note, printed_note, share_note, total_note,
+};
 
 /// The wall-clock limit of one run of the model's function over all records.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -127,13 +131,25 @@ impl Agent {
         if !applies(task, calls) {
             return None;
         }
-        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, false), printed(calls)) {
+        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, None), printed(calls)) {
             let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
             self.note("records_selection", &note);
             return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
         }
-        let ask = ask_of(task)?;
-        let (call, records) = the_one(calls, picks(ask))?;
+        self.select_as(task, ask_of(task)?, calls, stats).await
+    }
+
+    /// The selection of [`Agent::select_records`] for `ask`, whatever the task's words ask: a
+    /// write that copied a file whole is answered with the lines "which" would keep
+    /// (`turn::held_write`).
+    pub(super) async fn select_as(
+        &self,
+        task: &str,
+        ask: Ask,
+        calls: &[CallRecord],
+        stats: &mut TurnStats,
+    ) -> Option<Selected> {
+        let (call, records) = the_one(calls, Some(ask))?;
         let ask = if ask == Ask::Count && counts_a_field(task, &records) { Ask::Total } else { ask };
         let shown = records.shown()?;
         let source = source_of(&calls[call]);
@@ -142,6 +158,25 @@ impl Agent {
             Ask::Distinct => "key",
             Ask::Count | Ask::Which | Ask::Share | Ask::Last => "keep",
         };
+        // A date the task compares with is compared by the engine.
+        if matches!(ask, Ask::Count | Ask::Which | Ask::Share) {
+            let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
+            if let Some((phrase, flags)) = dates::by_date(task, &lines) {
+                let kept = flags.iter().filter(|f| **f).count();
+                let some = kept > 0 && kept < flags.len();
+                let named = (ask == Ask::Which && some).then(|| {
+                    let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i]).collect();
+                    items::Kept {
+                        values: at.iter().map(|&i| records.values[i].clone()).collect(),
+                        text: at.iter().map(|&i| records.line(i)).collect(),
+                    }
+                });
+                let note = dated_note(self.opts.language, records.shape, &source, &phrase, kept, flags.len());
+                let result = if some { records.keep(&flags) } else { calls[call].result.clone() };
+                self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
+                return Some(Selected { call, result, note, kept: named });
+            }
+        }
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let mut messages = request(task, ask, records.shape, &source, &shown);
         let what = format!("the {} of `{source}`", noun(records.shape));
@@ -159,6 +194,8 @@ impl Agent {
         let lang = self.opts.language;
         // A `keep` that keeps nothing is asked for once more: the model tests for the task's
         // word (`timeout`) where the lines say `timed out`.
+        // The flags of a first `keep` that left out a condition the task states.
+        let mut before: Option<Vec<bool>> = None;
         for attempt in 0..2 {
             let reply = self
                 .side_call("selection of a tool result's records", messages.clone(), Some(0.0), tokens, stats)
@@ -210,11 +247,16 @@ impl Agent {
                 }
                 Ask::Count | Ask::Which | Ask::Share | Ask::Last => {
                     let flags = serde_json::from_str::<Vec<bool>>(last).ok().filter(|f| f.len() == records.len());
-                    let Some(flags) = flags.filter(|_| out.code == Some(0)) else {
+                    let Some(mut flags) = flags.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not selected: {why}"));
                         return None;
                     };
+                    // Asked again for a condition it left out, the model wrote that condition
+                    // alone (`item['role'] == 'admin'` after `not item['active']`): both hold.
+                    if let Some(before) = before.take() {
+                        flags.iter_mut().zip(before).for_each(|(f, b)| *f &= b);
+                    }
                     let kept = flags.iter().filter(|f| **f).count();
                     if kept == 0 && attempt == 0 {
                         let absent = absent_literals(&code, &shown);
@@ -223,6 +265,7 @@ impl Agent {
                         continue;
                     }
                     if kept == 0
+                        && matches!(ask, Ask::Count | Ask::Share)
                         && let Some((phrase, flags)) = task_phrase(task, &records)
                     {
                         let kept = flags.iter().filter(|f| **f).count();
@@ -240,6 +283,21 @@ impl Agent {
                     }
                     if kept == 0 || kept == flags.len() {
                         self.note("records_selection", &format!("the code kept {kept} of {what}; shown as they came"));
+                        return None;
+                    }
+                    if let Some(missed) = condition::missed(task, &records.values, &flags) {
+                        let detail = format!(
+                            "the code kept a record of {what} whose `{}` is `{}`, where the task names `{}`",
+                            missed.field, missed.other, missed.named
+                        );
+                        if attempt == 0 {
+                            self.note("records_selection", &format!("{detail}; asked again"));
+                            before = Some(flags);
+                            messages.push(crate::llm::Message::assistant(reply.unwrap_or_default()));
+                            messages.push(crate::llm::Message::user(condition::message(lang, &missed)));
+                            continue;
+                        }
+                        self.note("records_selection", &format!("{detail} twice; shown as they came"));
                         return None;
                     }
                     if ask == Ask::Last {
@@ -448,8 +506,8 @@ fn absent_literals(code: &str, shown: &str) -> Vec<String> {
 /// something of a list, and one result holds records of a shape that ask can use.
 pub(super) fn applies(task: &str, calls: &[CallRecord]) -> bool {
     let ask = ask_of(task);
-    match (ask, the_one(calls, ask.is_some_and(picks))) {
-        (Some(ask), Some((_, records))) => records.shape != Shape::Lines || !matches!(ask, Ask::Which | Ask::Total),
+    match (ask, the_one(calls, ask)) {
+        (Some(ask), Some((_, records))) => records.shape != Shape::Lines || ask != Ask::Total,
         (Some(Ask::Count), None) => printed(calls).is_some(),
         _ => false,
     }
@@ -462,7 +520,7 @@ pub(super) fn reask(task: &str, calls: &[CallRecord], answer: &str) -> bool {
     if !applies(task, calls) {
         return false;
     }
-    match (the_one(calls, ask_of(task).is_some_and(picks)), printed(calls)) {
+    match (the_one(calls, ask_of(task)), printed(calls)) {
         (None, Some((_, lines))) => !says_number(answer, lines),
         _ => true,
     }
@@ -520,12 +578,17 @@ fn picks(ask: Ask) -> bool {
     matches!(ask, Ask::Least | Ask::Most | Ask::Last)
 }
 
-/// The one successful call of the turn whose result holds records (a listing of files aside:
-/// its lines are names, and counting them is the listing's own job), or `None` when there are
-/// none or several (comparing two files is not picking from one).
-fn the_one(calls: &[CallRecord], few_lines: bool) -> Option<(usize, Records<'_>)> {
+/// The one successful call of the turn whose result holds records for `ask` (a listing of files
+/// aside: its lines are names, and counting them is the listing's own job), or `None` when there
+/// are none or several (comparing two files is not picking from one). Lines are records from
+/// six, or from three for a pick (the least, the most, the last: lines alike, each with a digit)
+/// and for "which" over a file read whole with at most one heading (its lines are what the file
+/// lists; a command's output, a git log's `Author:` and `Date:` lines, is not a list to pick
+/// from, nor is a document of sections).
+fn the_one(calls: &[CallRecord], ask: Option<Ask>) -> Option<(usize, Records<'_>)> {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     let mut found = Vec::new();
+    let few = ask.is_some_and(picks);
     for (i, call) in calls.iter().enumerate() {
         let key = (call.tool.as_str(), call.arguments.as_str());
         if call.status != ToolStatus::Success || call.tool == "file_list" || seen.contains(&key) {
@@ -539,13 +602,20 @@ fn the_one(calls: &[CallRecord], few_lines: bool) -> Option<(usize, Records<'_>)
             Some(_) => crate::tools::without_range(&call.result),
             None => call.result.as_str(),
         };
-        let min_lines = if few_lines { 3 } else { records::MIN_LINES };
+        // A document of sections (two headings or more) is not a list: "what was done this
+        // week" is the lines under one heading, which no test of a line alone tells (the model
+        // kept the three headings of a weekly report).
+        let headings = text.lines().filter(|l| l.trim_start().starts_with('#')).count();
+        let listed = ask == Some(Ask::Which) && call.tool == "file_read" && headings <= 1;
+        let min_lines = if few || listed { 3 } else { records::MIN_LINES };
         if let Some(records) = Records::of_lines_from(text.trim(), min_lines) {
             // A pick among lines needs lines alike: each holds a number or a date (a listing,
             // a log), not a git log's `Author:` and message lines.
-            let alike = records.shape != Shape::Lines
-                || !few_lines
-                || (0..records.len()).all(|i| records.line(i).chars().any(|c| c.is_ascii_digit()));
+            let alike = match records.shape {
+                Shape::Lines if few => (0..records.len()).all(|i| records.line(i).chars().any(|c| c.is_ascii_digit())),
+                Shape::Lines => ask != Some(Ask::Which) || listed,
+                Shape::Json | Shape::Csv => true,
+            };
             if alike {
                 found.push((i, records));
             }
@@ -577,6 +647,7 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
     let of = format!("The {} of `{source}`", noun(shape));
     // The records are what a tool returned, fenced like every outside text in a prompt (SPEC §8).
     let shown = crate::routine::template::fence(shown);
+    let ask_kind = ask;
     let ask = match (ask, shape) {
         (Ask::Least | Ask::Most, Shape::Lines) => {
             "Write a Python function `value(line: str) -> float` that returns the number the task compares, for one \
@@ -607,9 +678,11 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
              and False for the others. Test the value of a field (a status, a number); do not list items by name."
         }
     };
+    let keeps = matches!(ask_kind, Ask::Count | Ask::Which | Ask::Share | Ask::Last);
+    let date = keeps.then(|| dates::hint(task, &shown)).flatten().map(|h| format!(" {h}")).unwrap_or_default();
     vec![
         Message::system("You write Python. Reply with one code block only."),
-        Message::user(format!("Task: {}\n\n{of}:\n{shown}\n\n{ask}", task.trim())),
+        Message::user(format!("Task: {}\n\n{of}:\n{shown}\n\n{ask}{date}", task.trim())),
     ]
 }
 

@@ -39,12 +39,12 @@ fn only_a_single_whole_result_with_records_is_chosen() {
         call("file_read", r#"{"path":"stock.csv"}"#, ToolStatus::Duplicate, "You already called"),
         call("file_read", r#"{"path":"missing.csv"}"#, ToolStatus::Failed, "[failed] a\nb\nc\n"),
     ];
-    let (i, records) = the_one(&calls, false).unwrap();
+    let (i, records) = the_one(&calls, None).unwrap();
     assert_eq!((i, records.len(), records.shape), (1, 3, Shape::Csv));
     assert_eq!(source_of(&calls[i]), "stock.csv");
     // Two files with records: a comparison, not a pick from one.
     let two = [calls[1].clone(), call("file_read", r#"{"path":"other.csv"}"#, ToolStatus::Success, csv)];
-    assert!(the_one(&two, false).is_none());
+    assert!(the_one(&two, None).is_none());
     // A file read in part is not its records.
     let part = [call(
         "file_read",
@@ -52,7 +52,7 @@ fn only_a_single_whole_result_with_records_is_chosen() {
         ToolStatus::Success,
         &format!("{csv}(lines 1-3 of 9)"),
     )];
-    assert!(the_one(&part, false).is_none());
+    assert!(the_one(&part, None).is_none());
     // One read whole through a range (`offset: 1`) is, without the range's line.
     let whole = [call(
         "file_read",
@@ -60,7 +60,7 @@ fn only_a_single_whole_result_with_records_is_chosen() {
         ToolStatus::Success,
         &format!("{csv}(lines 1-4 of 4)"),
     )];
-    let (_, records) = the_one(&whole, false).unwrap();
+    let (_, records) = the_one(&whole, None).unwrap();
     assert_eq!((records.len(), records.shape), (3, Shape::Csv));
     let grep = call("shell", r#"{"command":"grep -c x a.log"}"#, ToolStatus::Success, "a\nb\nc\n");
     assert_eq!(source_of(&grep), "grep -c x a.log");
@@ -264,7 +264,21 @@ fn the_earliest_of_dates_is_named_without_the_engines_number() {
         "db-2026-11-20.tar.gz\ndb-2026-11-14.tar.gz\ndb-2026-11-27.tar.gz\ndb-2026-11-09.tar.gz\ndb-2026-11-25.tar.gz\n",
     )];
     assert!(applies("Which backup in backups.txt is the oldest?", &calls), "the least of lines is picked too");
-    assert!(!applies("Which backups in backups.txt are from November?", &calls), "which over lines is not");
+    // Which lines of a file read whole: its lines are what it lists (the 1.5B model named the
+    // tasks due after the date beside those due before it).
+    assert!(applies("Which backups in backups.txt are from November?", &calls), "which over a file's lines");
+    let listed = [call(
+        "shell",
+        r#"{"command":"git log -1 --stat"}"#,
+        ToolStatus::Success,
+        "commit 1fa4d284c8cd\nAuthor: A <a@x>\nDate: Mon\n\n    Add settings\n\n settings.toml | 1 +\n",
+    )];
+    assert!(!applies("Which files were changed in the latest commit?", &listed), "a command's output is not a list");
+    let weekly = "# Week 47\n## Done\n- WeChat Pay live\n- export fixed\n## Next\n- search speed\n";
+    let sections = [call("file_read", r#"{"path":"weekly.md"}"#, ToolStatus::Success, weekly)];
+    assert!(!applies("Which tasks were done this week?", &sections), "a document of sections is not a list");
+    let short = [call("file_read", r#"{"path":"t.md"}"#, ToolStatus::Success, "- a (due 2026-11-30)\n- b\n")];
+    assert!(!applies("Which tasks in t.md are due?", &short), "two lines are read well");
 }
 
 #[test]

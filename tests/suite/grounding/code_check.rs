@@ -423,3 +423,61 @@ async fn a_silence_with_no_percentage_past_the_limit_goes_to_the_code_check() {
     assert_eq!(notes(&p.show(1).await), ["the code check found nothing to report"]);
     mock.assert_clean();
 }
+
+const BACKUPS: &str = "prompt: Look through backup.log and tell me if any backup had failed files. If all backups are clean, reply NO_REPLY.\n\
+                       agent: { tools: [file_read] }\ndeliver:\n  - file: { path: out.md }\n";
+
+/// A function that returns the lines with `failed` in them, as the local model wrote it.
+const FAILED: &str =
+    "```python\ndef findings(output: str) -> list:\n    return [l for l in output.splitlines() if 'failed' in l]\n```";
+
+/// `0 failed` is what a clean backup writes: lines that count none of what the task looks for
+/// are not findings, and the silence stands (the local model's `'failed' in line` had turned a
+/// right NO_REPLY into "Yes, there were failed files", bench/README.md, stop 40).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_that_count_none_of_what_the_task_looks_for_are_not_findings() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/backups.yaml", BACKUPS).write(
+        "backup.log",
+        "01:00 backup started: /home\n01:04 backup done: 1204 files, 0 failed\n02:00 backup started: /etc\n02:01 backup done: 312 files, 0 failed\n",
+    );
+    mock.push_all([tool_call("file_read", json!({"path": "backup.log"})), text("NO_REPLY"), text(FAILED)]);
+    let o = p.run_async(["run", "backups", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent", "{}", o.stdout);
+    assert!(!p.path().join("out.md").exists(), "nothing delivered");
+    assert_eq!(mock.request_count(), 3, "no report request");
+    let show = p.show(1).await;
+    assert_eq!(
+        super::note_details(&show, "code_check_zero_counts"),
+        ["2 of the lines the function found count none of what the task looks for"]
+    );
+    mock.assert_clean();
+}
+
+/// Beside them, a line that counts failures is a finding; the report that quotes none of the
+/// lines it was asked from gets them under it, as the tool returned them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_quotes_no_line_found_is_delivered_with_the_lines() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/backups.yaml", BACKUPS).write(
+        "backup.log",
+        "01:00 backup started: /home\n01:04 backup done: 1204 files, 0 failed\n02:00 backup started: /srv/db\n02:07 backup done: 88 files, 4 failed\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "backup.log"})),
+        text("NO_REPLY"),
+        text(FAILED),
+        text("ANSWER: Yes, there were failed files in the backup log."),
+    ]);
+    let o = p.run_async(["run", "backups", "--json"]).await;
+    o.success();
+    let out = "Yes, there were failed files in the backup log.\n\nThe lines this rests on:\n02:07 backup done: 88 files, 4 failed";
+    assert_eq!(o.json()["output"], out, "{}", o.stdout);
+    assert_eq!(p.read("out.md"), format!("{out}\n"));
+    let report = crate::common::content(&mock.requests()[3], 1);
+    assert!(report.contains("02:07 backup done: 88 files, 4 failed") && !report.contains("0 failed"), "{report}");
+    mock.assert_clean();
+}

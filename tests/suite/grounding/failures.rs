@@ -98,24 +98,14 @@ async fn a_failure_after_a_look_that_worked_is_reported_as_the_model_answered() 
 /// after it goes back as that call, and the call runs against a real repository.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
-    let h = Harness::new().await;
-    h.write("export.py", "x = 1\n");
-    let git = |args: &[&str]| git_in(&h, args);
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "export.py"]);
-    git(&["-c", "user.name=Dara Singh", "-c", "user.email=dara@example.com", "commit", "-q", "-m", "Add CSV export"]);
+    let h = dara_repo().await;
     h.mock.push_all([
         tool_call("shell", json!({"command": "git log -1 --pretty=format:%an %s"})),
         text("The command failed. You should use the format as one argument."),
         tool_call("shell", json!({"command": "git log -1 '--pretty=format:%an %s'"})),
         text("Dara Singh made the last commit: Add CSV export."),
     ]);
-    let mut agent = h.agent_with(
-        Autonomy::Full,
-        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
-        |p| p.allowed_commands = vec!["git".into()],
-    );
-    agent.set_routine_name("last-commit");
+    let mut agent = git_agent(&h, "last-commit");
     assert_eq!(
         agent.process_message("Who made the last commit in this repository?").await.unwrap(),
         "Dara Singh made the last commit: Add CSV export."
@@ -192,12 +182,7 @@ async fn a_count_over_a_git_log_its_limit_cut_goes_back_with_the_limit_dropped()
         tool_call("shell", json!({"command": "git log --oneline"})),
         text("There are 5 commits."),
     ]);
-    let mut agent = h.agent_with(
-        Autonomy::Full,
-        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
-        |p| p.allowed_commands = vec!["git".into()],
-    );
-    agent.set_routine_name("commits");
+    let mut agent = git_agent(&h, "commits");
     let reply = agent.process_message("How many commits are there in this repository?").await.unwrap();
     assert_eq!(reply, "There are 5 commits.");
     let reqs = h.mock.requests();
@@ -433,6 +418,28 @@ async fn advice_after_a_command_called_wrong_is_sent_back_with_the_failure() {
 }
 
 /// Runs `git args` in the harness's workspace, as the runner makes a repository (never the agent).
+/// A routine agent held to a first tool call that may run `git`.
+fn git_agent(h: &Harness, routine: &str) -> routines::agent::Agent {
+    let mut agent = h.agent_with(
+        Autonomy::Full,
+        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |p| p.allowed_commands = vec!["git".into()],
+    );
+    agent.set_routine_name(routine);
+    agent
+}
+
+/// A harness whose workspace is a git repository of one commit, "Add CSV export" by Dara Singh.
+async fn dara_repo() -> Harness {
+    let h = Harness::new().await;
+    h.write("export.py", "x = 1\n");
+    let git = |args: &[&str]| git_in(&h, args);
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "export.py"]);
+    git(&["-c", "user.name=Dara Singh", "-c", "user.email=dara@example.com", "commit", "-q", "-m", "Add CSV export"]);
+    h
+}
+
 fn git_in(h: &Harness, args: &[&str]) {
     let out = std::process::Command::new("git")
         .args(args)
@@ -442,4 +449,60 @@ fn git_in(h: &Harness, args: &[&str]) {
         .output()
         .unwrap();
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `git log --author=Dara Singh` (the local model's command for "how many commits has Ana Lima
+/// made") splits the name; the failure names the split word and the command with the value
+/// quoted, and that command goes back as the call to make and runs against a real repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_option_value_split_into_words_goes_back_as_the_command_with_it_joined() {
+    let h = dara_repo().await;
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "git log --author=Dara Singh --oneline"})),
+        text("Dara Singh has made 0 commits."),
+        tool_call("shell", json!({"command": "git log '--author=Dara Singh' --oneline"})),
+        text("Dara Singh has made 1 commit."),
+    ]);
+    let mut agent = git_agent(&h, "by-author");
+    let reply = agent.process_message("How many commits has Dara Singh made in this repository?").await.unwrap();
+    assert_eq!(reply, "Dara Singh has made 1 commit.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    let failed = crate::common::content(&reqs[1], 3);
+    assert!(
+        failed.starts_with("[failed] exit code 128; `Singh` became an argument of its own; with the value as one argument: `git log '--author=Dara Singh' --oneline`"),
+        "{failed}"
+    );
+    assert_eq!(
+        last_text(&reqs[2]),
+        r#"Your last tool call failed. Call this instead: shell {"command":"git log '--author=Dara Singh' --oneline"}"#
+    );
+    assert!(crate::common::content(&reqs[3], 5).ends_with("Add CSV export\n"), "the quoted value ran as one");
+    assert_eq!(tool_events(&h), [("shell".into(), ToolStatus::Failed), ("shell".into(), ToolStatus::Success)]);
+}
+
+/// When every call failed and the model repeats the failed call, the answer is asked for as a
+/// report of the failure: told to answer "based on the tool results above", the local model
+/// answered "Ana Lima has made 0 commits" after two failed calls (bench/README.md, stop 40).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_after_every_call_failed_is_asked_as_a_report_of_the_failure() {
+    let h = Harness::new().await;
+    let log = || tool_call("shell", json!({"command": "git log --oneline"}));
+    h.mock.push_all([
+        log(),
+        text("There are 0 commits."),
+        log(),
+        text("The task could not be done: git says this folder is not a repository."),
+    ]);
+    let mut agent = git_agent(&h, "commits");
+    let reply = agent.process_message("How many commits are there in this repository?").await.unwrap();
+    assert_eq!(reply, "The task could not be done: git says this folder is not a repository.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        last_text(&reqs[3]),
+        "You already have the result of that call above; do not make it again. Every tool call so far failed: if another tool can get the facts, call it; otherwise say in plain words that the task could not be done and what failed, without stating a result."
+    );
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(statuses, [ToolStatus::Failed, ToolStatus::Duplicate]);
 }

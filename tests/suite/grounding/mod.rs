@@ -16,6 +16,7 @@ mod payload;
 mod retries;
 mod runs;
 mod select;
+mod writes;
 
 use routines::agent::{Agent, RunEvent, ToolStatus};
 use routines::config::Autonomy;

@@ -550,3 +550,113 @@ async fn the_last_of_the_lines_a_question_names_is_named_in_the_answer_request()
     );
     mock.assert_clean();
 }
+
+const ACCOUNTS: &str = "[\n  {\"name\": \"alice\", \"role\": \"admin\", \"active\": true},\n  {\"name\": \"bob\", \"role\": \"admin\", \"active\": false},\n  {\"name\": \"carol\", \"role\": \"viewer\", \"active\": false},\n  {\"name\": \"dave\", \"role\": \"admin\", \"active\": false}\n]\n";
+
+/// A `keep` that leaves out a condition the task states (the admins of "which admin accounts
+/// are inactive") is asked for again, told which record it kept; the model's second function
+/// tests that condition alone, and the engine keeps what both keep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_that_left_out_a_condition_the_task_names_is_asked_again_and_both_must_hold() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/inactive.yaml",
+        "prompt: Which admin accounts in users.json are inactive?\nagent: { tools: [file_read, file_list] }\n",
+    )
+    .write("users.json", ACCOUNTS);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "users.json"})),
+        text("```python\ndef keep(item):\n    return not item['active']\n```"),
+        text("```python\ndef keep(item):\n    return item['role'] == 'admin'\n```"),
+        text("ANSWER: bob and dave."),
+    ]);
+    let o = p.run_async(["run", "inactive", "--json"]).await;
+    assert_eq!(o.json()["output"], "bob and dave.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "the read, the code, the code again, the answer: {}", o.stdout);
+    let again = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert_eq!(
+        again,
+        "Your function keeps an item whose `role` is `viewer`, and the task asks about `admin`. Write `keep` again so that it tests `role` too."
+    );
+    let answer = crate::common::content(&reqs[3], 1);
+    assert!(answer.contains("\"bob\"") && answer.contains("\"dave\""), "{answer}");
+    assert!(!answer.contains("alice") && !answer.contains("carol"), "neither function alone: {answer}");
+    assert!(answer.contains("(The data above shows only the 2 items of `users.json`"), "{answer}");
+    mock.assert_clean();
+}
+
+/// A date the task compares with ("due before December 1, 2026") is compared by the engine over
+/// the lines of a file read whole: no function is asked for (the local model wrote
+/// `'2026-12-01' in line`), a heading is no task, and the answer request shows only the lines
+/// on the asked side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lines_before_a_date_the_task_names_are_kept_by_the_engine() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/due.yaml",
+        "prompt: Which tasks in tasks.md are due before December 1, 2026?\nagent: { tools: [file_read, file_list] }\n",
+    )
+    .write(
+        "tasks.md",
+        "# Tasks\n- Renew TLS certificate (due 2026-11-30)\n- Rotate API keys (due 2027-01-15)\n- Update privacy policy (due 2026-12-20)\n- Pay hosting invoice (due 2026-11-29)\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "tasks.md"})),
+        text("ANSWER: Renew TLS certificate and Pay hosting invoice."),
+    ]);
+    let o = p.run_async(["run", "due", "--json"]).await;
+    assert_eq!(o.json()["output"], "Renew TLS certificate and Pay hosting invoice.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "the read and the answer; no code: {}", o.stdout);
+    let answer = crate::common::content(&reqs[1], 1);
+    assert!(
+        answer.contains("- Renew TLS certificate (due 2026-11-30)\n- Pay hosting invoice (due 2026-11-29)"),
+        "{answer}"
+    );
+    assert!(!answer.contains("API keys") && !answer.contains("privacy") && !answer.contains("# Tasks"), "{answer}");
+    assert!(
+        answer.contains(
+            "(2 of the 5 lines of `tasks.md` have a date before 2026-12-01; the data above shows only those 2.)"
+        ),
+        "{answer}"
+    );
+    assert_eq!(
+        notes(&p.show(1).await),
+        [
+            "the lines of `tasks.md` by date: (2 of the 5 lines of `tasks.md` have a date before 2026-12-01; the data above shows only those 2.)"
+        ]
+    );
+    mock.assert_clean();
+}
+
+/// A `keep` written in lower case over lines that capitalize the word keeps none; the engine
+/// runs it once more on the lines in lower case before asking again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_in_another_case_than_the_lines_runs_again_on_them_in_its_case() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/blocked.yaml",
+        "prompt: Which people in standup.md are blocked?\nagent: { tools: [file_read, file_list] }\n",
+    )
+    .write(
+        "standup.md",
+        "Ana: billing done. Blocked: staging is down.\nBen: reviewing PR 418.\nChloe: iOS release. Blocked: VPN expired.\nDev: on holiday.\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "standup.md"})),
+        text("```python\ndef keep(line):\n    return 'blocked' in line\n```"),
+        text("ANSWER: Ana and Chloe."),
+    ]);
+    let o = p.run_async(["run", "blocked", "--json"]).await;
+    assert_eq!(o.json()["output"], "Ana and Chloe.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the code, the answer; not asked again: {}", o.stdout);
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(answer.contains("Ana: billing done.") && answer.contains("Chloe: iOS release."), "{answer}");
+    assert!(!answer.contains("Ben") && !answer.contains("Dev"), "{answer}");
+    mock.assert_clean();
+}

@@ -1,0 +1,215 @@
+//! Two writes a routine turn does not run: a `file_write` whose content is a file the turn read,
+//! copied whole, where the task does not ask for a copy; and one whose content is what an
+//! earlier write of the turn returned (`Wrote 115 bytes to out/failing.txt.`).
+//!
+//! Why: asked to "write the checks that are failing to out/failing.txt", "every blocker" or
+//! "its action items", the 1.5B model wrote the file it had read, line for line, and then wrote
+//! the receipt of that write over it (the file ended as `Wrote 35 bytes to out/failing.txt.`;
+//! bench/README.md, stop 40). A copy is a write the model makes instead of choosing; a receipt
+//! is never content. The call is not run, and the model is told why once per turn
+//! (`turn::held_write`), like a write made before the task's files were read.
+
+use super::events::{CallRecord, ToolStatus};
+use crate::config::Language;
+
+/// The fewest non-empty lines a read result must have for a write of it to count as a copy:
+/// copying one or two lines is how a short answer is written.
+const MIN_LINES: usize = 3;
+
+/// Why a write is not run.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Held {
+    /// The content is the result of the earlier call `at` (an index of the turn's calls), whose
+    /// source (a path or a command) is named.
+    Copy { source: String, at: usize },
+    /// The content is what an earlier write returned.
+    Receipt(String),
+}
+
+/// Why the `file_write` with `arguments` is not run after `calls`, for `task`; `None` when it
+/// may run.
+pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]) -> Option<Held> {
+    if tool != "file_write" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let content = args.get("content")?.as_str()?.trim();
+    if content.is_empty() {
+        return None;
+    }
+    let ok = calls.iter().filter(|c| c.status == ToolStatus::Success);
+    if let Some(receipt) = ok.clone().filter(|c| c.tool == tool).find(|c| c.result.trim() == content) {
+        return Some(Held::Receipt(receipt.result.trim().to_string()));
+    }
+    if asks_for_a_copy(task) {
+        return None;
+    }
+    // A read of the file being written is that file's edit (an entry added to a journal).
+    let target = args.get("path").and_then(|p| p.as_str()).map(normal);
+    let reads_target = |c: &CallRecord| {
+        let read: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or_default();
+        target.is_some() && read.get("path").and_then(|p| p.as_str()).map(normal) == target
+    };
+    let at = calls.iter().position(|c| {
+        c.status == ToolStatus::Success
+            && c.tool != tool
+            && !reads_target(c)
+            && copies(content, crate::tools::without_range(&c.result))
+    })?;
+    let args: serde_json::Value = serde_json::from_str(&calls[at].arguments).unwrap_or_default();
+    let source = ["path", "command"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
+    Some(Held::Copy { source: source.unwrap_or(&calls[at].tool).to_string(), at })
+}
+
+/// A path as written, without a leading `./`.
+fn normal(path: &str) -> String {
+    path.trim().trim_start_matches("./").to_string()
+}
+
+/// Whether `content` is `read` whole: it holds at least four in five of the read's non-empty
+/// lines (the model's copy of meeting notes left out their heading), nine in ten of its own
+/// lines are lines of the read, and they come in the read's order. A line counts as copied with
+/// up to two characters lost at one end (the model's copy of `ntp: ok` was `tp: ok`).
+fn copies(content: &str, read: &str) -> bool {
+    let norm = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lines = |t: &str| t.lines().map(norm).filter(|l| !l.is_empty()).collect::<Vec<_>>();
+    let (written, source) = (lines(content), lines(read));
+    if source.len() < MIN_LINES {
+        return false;
+    }
+    let same = |a: &String, b: &String| {
+        let (long, short) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+        long == short
+            || (long.len() - short.len() <= 2
+                && short.len() > 2
+                && (long.ends_with(short.as_str()) || long.starts_with(short.as_str())))
+    };
+    let kept = source.iter().filter(|l| written.iter().any(|w| same(w, l))).count();
+    let at: Vec<usize> = written.iter().filter_map(|w| source.iter().position(|l| same(w, l))).collect();
+    // A file sorted or reordered is a new file, not a copy.
+    let in_order = at.windows(2).all(|p| p[0] <= p[1]);
+    kept * 5 >= source.len() * 4 && at.len() * 10 >= written.len() * 9 && in_order
+}
+
+/// Whether the task asks for a file to be copied, backed up or kept as it is, or a template
+/// filled in (one line of ten changed is still nine in ten).
+fn asks_for_a_copy(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    const EN: [&str; 10] =
+        ["copy", "copies", "duplicate", "backup", "back", "mirror", "verbatim", "unchanged", "template", "fill"];
+    const ZH: [&str; 5] = ["复制", "拷贝", "备份", "原样", "副本"];
+    EN.iter().any(|w| words.contains(w)) || ZH.iter().any(|w| lower.contains(w)) || lower.contains("as is")
+}
+
+/// What the model gets back for a write not run; for a copy, with the lines of the source the
+/// task asks about when the engine's selection found them (`select/`): told only to write what
+/// the task asks for, the model wrote the same copy again.
+pub(super) fn message(lang: Language, held: &Held, selected: Option<&str>) -> String {
+    match (lang, held, selected) {
+        (Language::En, Held::Copy { source, .. }, Some(lines)) => format!(
+            "not run: this content is `{source}` as it was read, every line of it, and the task does not ask for a copy. These are the lines of `{source}` that the task asks about:\n{lines}\nWrite them."
+        ),
+        (Language::Zh, Held::Copy { source, .. }, Some(lines)) => format!(
+            "未执行：这段内容就是读到的 `{source}`，一行不差，而任务并没有要求复制。`{source}` 中任务所问的是这些行：\n{lines}\n请写入它们。"
+        ),
+        (Language::En, Held::Copy { source, .. }, None) => format!(
+            "not run: this content is `{source}` as it was read, every line of it, and the task does not ask for a copy. Write only what the task asks for."
+        ),
+        (Language::Zh, Held::Copy { source, .. }, None) => {
+            format!("未执行：这段内容就是读到的 `{source}`，一行不差，而任务并没有要求复制。只写入任务要求的内容。")
+        }
+        (Language::En, Held::Receipt(receipt), _) => format!(
+            "not run: this content is what your earlier write returned (`{receipt}`), not what the task asks to write. That write is done."
+        ),
+        (Language::Zh, Held::Receipt(receipt), _) => {
+            format!("未执行：这段内容是之前那次写入的返回信息（`{receipt}`），不是任务要写的内容。那次写入已经完成。")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, arguments: serde_json::Value, result: &str) -> CallRecord {
+        CallRecord {
+            tool: tool.into(),
+            arguments: arguments.to_string(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        }
+    }
+
+    const CHECKS: &str = "disk: ok\nmemory: ok\ndns: FAIL (timeout)\nntp: ok\ntls: FAIL (expires)\n";
+
+    fn write(content: &str) -> String {
+        serde_json::json!({ "path": "out/failing.txt", "content": content }).to_string()
+    }
+
+    #[test]
+    fn a_write_of_a_file_read_whole_is_a_copy_unless_the_task_asks_for_one() {
+        let task = "Read checks.txt and write the checks that are failing to out/failing.txt.";
+        let read = [call("file_read", serde_json::json!({ "path": "checks.txt" }), CHECKS)];
+        // The model's copy dropped the `n` of `ntp`: still a copy.
+        let copy = "disk: ok\nmemory: ok\ndns: FAIL (timeout)\ntp: ok\ntls: FAIL (expires)\n";
+        assert_eq!(
+            held(task, "file_write", &write(copy), &read),
+            Some(Held::Copy { source: "checks.txt".into(), at: 0 })
+        );
+        assert_eq!(
+            held(task, "file_write", &write(CHECKS), &read),
+            Some(Held::Copy { source: "checks.txt".into(), at: 0 })
+        );
+        let copy = Held::Copy { source: "checks.txt".into(), at: 0 };
+        assert_eq!(
+            message(Language::En, &copy, Some("dns: FAIL (timeout)\ntls: FAIL (expires)")),
+            "not run: this content is `checks.txt` as it was read, every line of it, and the task does not ask for a copy. These are the lines of `checks.txt` that the task asks about:\ndns: FAIL (timeout)\ntls: FAIL (expires)\nWrite them."
+        );
+        let changed = "disk: ok\nmemory: ok\ndns: FAIL (timeout)\nntp: FAIL\ntls: FAIL (expires)\n";
+        assert_eq!(held(task, "file_write", &write(changed), &read), None, "one line of five changed: not a copy");
+        let headless = "memory: ok\ndns: FAIL (timeout)\nntp: ok\ntls: FAIL (expires)\n";
+        assert!(held(task, "file_write", &write(headless), &read).is_some(), "four of five lines: a copy");
+        let sorted = "disk: ok\ndns: FAIL (timeout)\nmemory: ok\nntp: ok\ntls: FAIL (expires)\n";
+        assert_eq!(
+            held("Sort checks.txt into out.txt", "file_write", &write(sorted), &read),
+            None,
+            "sorted: not a copy"
+        );
+        let three = "memory: ok\nntp: ok\ndisk: ok\n";
+        assert_eq!(held(task, "file_write", &write(three), &read), None, "three of five: a choice");
+        assert_eq!(held(task, "file_write", &write("dns: FAIL (timeout)\ntls: FAIL (expires)\n"), &read), None);
+        let ranged =
+            [call("file_read", serde_json::json!({ "path": "checks.txt" }), &format!("{CHECKS}(lines 1-5 of 5)"))];
+        assert!(held(task, "file_write", &write(CHECKS), &ranged).is_some(), "the range line is not the file's");
+        let backup = "Copy checks.txt to out/failing.txt.";
+        assert_eq!(held(backup, "file_write", &write(CHECKS), &read), None);
+        assert_eq!(held("把 checks.txt 备份到 out/", "file_write", &write(CHECKS), &read), None);
+        let journal: String = (1..=12).map(|d| format!("2026-11-{d:02}: ok\n")).collect();
+        let read_journal = [call("file_read", serde_json::json!({ "path": "journal.md" }), &journal)];
+        let appended = serde_json::json!({ "path": "./journal.md", "content": format!("{journal}2026-11-13: ok\n") });
+        assert_eq!(
+            held(task, "file_write", &appended.to_string(), &read_journal),
+            None,
+            "an entry added to the file read"
+        );
+        let short = [call("file_read", serde_json::json!({ "path": "a.txt" }), "one\ntwo\n")];
+        assert_eq!(held(task, "file_write", &write("one\ntwo\n"), &short), None, "two lines are an answer");
+        assert_eq!(held(task, "file_edit", &write(CHECKS), &read), None);
+    }
+
+    #[test]
+    fn a_write_of_an_earlier_writes_receipt_is_held() {
+        let task = "Read checks.txt and write the checks that are failing to out/failing.txt.";
+        let calls = [call("file_write", serde_json::json!({}), "Wrote 115 bytes to out/failing.txt.")];
+        let receipt = "Wrote 115 bytes to out/failing.txt.";
+        assert_eq!(held(task, "file_write", &write(receipt), &calls), Some(Held::Receipt(receipt.into())));
+        assert_eq!(
+            message(Language::En, &Held::Receipt(receipt.into()), None),
+            "not run: this content is what your earlier write returned (`Wrote 115 bytes to out/failing.txt.`), not what the task asks to write. That write is done."
+        );
+        assert_eq!(held(task, "file_write", &write("dns: FAIL"), &calls), None);
+        let failed = [CallRecord { status: ToolStatus::Failed, ..calls[0].clone() }];
+        assert_eq!(held(task, "file_write", &write(receipt), &failed), None, "only what a write returned");
+    }
+}

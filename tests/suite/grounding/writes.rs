@@ -1,0 +1,100 @@
+//! Writes a routine turn does not run (`agent/write_check.rs`): a `file_write` that copies the
+//! file the turn read, where the task asks for only part of it, goes back with the lines the
+//! task asks about (the engine's selection, `agent/select/`); a write of an earlier write's
+//! receipt is never run. Checked on disk, through `routines run`, with a scripted model and the
+//! real sandbox the selection runs in.
+
+use serde_json::json;
+
+use crate::common::Routines;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
+
+const CHECKS: &str = "disk: ok\nmemory: ok\ndns: FAIL (timeout resolving api.example.com)\nntp: ok\ntls: FAIL (certificate expires in 3 days)\n";
+
+fn project(mock: &MockLlm) -> Routines {
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/failing.yaml",
+        "prompt: Read checks.txt and write the checks that are failing to failing.txt.\nagent: { tools: [file_read, file_write] }\n",
+    )
+    .write("checks.txt", CHECKS);
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_copies_the_file_read_is_not_run_and_the_lines_asked_for_go_back() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock);
+    let failing = "dns: FAIL (timeout resolving api.example.com)\ntls: FAIL (certificate expires in 3 days)\n";
+    // The local model's copy dropped the `n` of `ntp`: still a copy.
+    let copy = CHECKS.replace("ntp", "tp");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "checks.txt"})),
+        tool_call("file_write", json!({"path": "failing.txt", "content": copy})),
+        text("```python\ndef keep(line):\n    return 'FAIL' in line\n```"),
+        tool_call("file_write", json!({"path": "failing.txt", "content": failing})),
+        text("I wrote the two failing checks, dns and tls, to failing.txt."),
+    ]);
+    let o = p.run_async(["run", "failing", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("failing.txt"), failing, "the copy never reached the disk");
+    let reqs = mock.requests();
+    let held = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert_eq!(
+        held,
+        format!(
+            "[failed] not run: this content is `checks.txt` as it was read, every line of it, and the task does not ask for a copy. These are the lines of `checks.txt` that the task asks about:\n{}\nWrite them.",
+            failing.trim_end()
+        )
+    );
+    let show = p.show(1).await;
+    assert_eq!(super::note_details(&show, "write_held"), ["file_write: its content is checks.txt as read; not run"]);
+    mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_of_an_earlier_writes_receipt_is_never_run() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock);
+    let failing = "dns: FAIL (timeout resolving api.example.com)\ntls: FAIL (certificate expires in 3 days)\n";
+    let receipt = format!("Wrote {} bytes to failing.txt.", failing.len());
+    mock.push_all([
+        tool_call("file_read", json!({"path": "checks.txt"})),
+        tool_call("file_write", json!({"path": "failing.txt", "content": failing})),
+        tool_call("file_write", json!({"path": "failing.txt", "content": receipt})),
+        text("Done: dns and tls are failing."),
+    ]);
+    let o = p.run_async(["run", "failing", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("failing.txt"), failing, "the receipt did not overwrite the file");
+    let reqs = mock.requests();
+    let held = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert_eq!(
+        held,
+        format!(
+            "[failed] not run: this content is what your earlier write returned (`{receipt}`), not what the task asks to write. That write is done."
+        )
+    );
+    mock.assert_clean();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_the_task_asks_for_is_written() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/backup.yaml",
+        "prompt: Make a backup copy of checks.txt as checks.bak.\nagent: { tools: [file_read, file_write] }\n",
+    )
+    .write("checks.txt", CHECKS);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "checks.txt"})),
+        tool_call("file_write", json!({"path": "checks.bak", "content": CHECKS})),
+        text("Copied checks.txt to checks.bak."),
+    ]);
+    let o = p.run_async(["run", "backup", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("checks.bak"), CHECKS);
+    assert!(super::note_details(&p.show(1).await, "write_held").is_empty());
+    mock.assert_clean();
+}
