@@ -62,16 +62,22 @@ pub(super) fn says_none(task: &str, line: &str) -> bool {
         .captures_iter(&lower)
         .map(|c| (c[1].to_string(), c[2].to_string()))
         .chain(after.captures_iter(&lower).map(|c| (c[2].to_string(), c[1].to_string())));
-    let mut any = false;
+    let mut zeros = 0;
     for (n, word) in counts {
         if stems.iter().any(|s| word.starts_with(s)) {
             if n.parse::<u64>() != Ok(0) {
                 return false;
             }
-            any = true;
+            zeros += 1;
         }
     }
-    any
+    // Every failure word of the line must be one of its zero counts: `errors: 0; ERROR upload
+    // failed` names a failure beside the count.
+    let words = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| stems.iter().any(|s| w.starts_with(s) || (s.chars().count() == 2 && w.contains(s))))
+        .count();
+    zeros > 0 && words <= zeros
 }
 
 #[cfg(test)]
@@ -88,6 +94,11 @@ mod tests {
         assert!(says_none("Check the sync log for errors.", "sync finished, error=0"));
         assert!(!says_none("Check the sync log for errors.", "sync finished, errors: 3"));
         assert!(!says_none("Check the sync log for errors.", "sync finished, 0 errors, 2 errors retried"));
+        assert!(
+            !says_none("Check the sync log for errors.", "sync done, errors: 0; ERROR upload failed"),
+            "a failure in words"
+        );
+        assert!(!says_none(task, "backup done: 0 failed, then FAILED on /srv"), "a failure in words");
         assert!(says_none("检查日志里有没有失败的任务", "任务完成：失败: 0"));
         assert!(!says_none("检查日志里有没有失败的任务", "任务完成：失败: 2"));
     }
