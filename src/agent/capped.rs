@@ -5,6 +5,7 @@
 //! the limit, as a call to make; the policy decides it like any other.
 
 use super::events::{CallRecord, ToolStatus};
+use super::git_log::{commit_headers, git_log};
 use super::select::{Ask, ask_of};
 use crate::config::Language;
 
@@ -33,61 +34,6 @@ pub(super) fn capped(task: &str, calls: &[CallRecord]) -> Option<Capped> {
     })
 }
 
-/// A `shell` call that runs `git log` (options may stand between `git` and `log`, other words
-/// may not): its command as written, its words, and where `log` stands among them.
-struct GitLog {
-    command: String,
-    argv: Vec<String>,
-    log: usize,
-}
-
-/// The call as a `git log`, or `None` when it is another tool or another command.
-fn git_log(call: &CallRecord) -> Option<GitLog> {
-    if call.tool != "shell" {
-        return None;
-    }
-    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
-    let command = args.get("command")?.as_str()?.to_string();
-    let argv = crate::policy::command::parse(&command).ok()?.argv;
-    let log = argv.iter().position(|a| a == "log")?;
-    if argv.first().map(String::as_str) != Some("git") || argv[1..log].iter().any(|a| !a.starts_with('-')) {
-        return None;
-    }
-    Some(GitLog { command, argv, log })
-}
-
-impl GitLog {
-    /// The limit of the command line and its words without it.
-    fn limit(&self) -> Option<(usize, Vec<String>)> {
-        let (argv, log) = (&self.argv, self.log);
-        let mut limit = None;
-        let mut rest = Vec::new();
-        let mut words = argv.iter().enumerate();
-        while let Some((k, word)) = words.next() {
-            if k <= log || word == "--" {
-                rest.push(word.clone());
-                continue;
-            }
-            let value = if let Some(n) = word.strip_prefix("--max-count=") {
-                Some(n.to_string())
-            } else if word == "-n" || word == "--max-count" {
-                words.next().map(|(_, n)| n.clone())
-            } else if let Some(n) = word.strip_prefix("-n").filter(|n| !n.is_empty()) {
-                Some(n.to_string())
-            } else {
-                word.strip_prefix('-')
-                    .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-                    .map(str::to_string)
-            };
-            match value.and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) => limit = Some(n),
-                None => rest.push(word.clone()),
-            }
-        }
-        limit.filter(|n| *n > 0).map(|n| (n, rest))
-    }
-}
-
 /// How many commits a `git log` output shows: its `commit <hash>` lines, or, in a one-line
 /// format, its non-empty lines.
 fn shown_commits(output: &str) -> usize {
@@ -95,11 +41,6 @@ fn shown_commits(output: &str) -> usize {
         0 => output.lines().filter(|l| !l.trim().is_empty()).count(),
         headers => headers,
     }
-}
-
-/// The `commit <hash>` lines of a `git log` output in its default format.
-fn commit_headers(output: &str) -> usize {
-    output.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count()
 }
 
 /// The turn's calls without each `git log` whose limit a later successful call of the same
@@ -169,7 +110,7 @@ fn by_named_author(task: &str, log: &str) -> Option<(String, usize)> {
 /// What sends the answer back with the command that shows them all.
 pub(super) fn message(lang: Language, capped: &Capped) -> String {
     let Capped { command, limit, whole } = capped;
-    let call = format!("shell {}", serde_json::json!({ "command": whole }));
+    let call = super::events::shell_call(whole);
     match lang {
         Language::En => format!(
             "`{command}` shows at most {limit} commits, and the task counts them all. Call this instead: {call}"
@@ -183,12 +124,7 @@ mod tests {
     use super::*;
 
     fn shell(command: &str, result: &str) -> CallRecord {
-        CallRecord {
-            tool: "shell".into(),
-            arguments: serde_json::json!({ "command": command }).to_string(),
-            status: ToolStatus::Success,
-            result: result.into(),
-        }
+        CallRecord::shell(command, result)
     }
 
     const THREE: &str = "commit 1fa4d284c8cd\nAuthor: A <a@x>\n\n    Fifth\n\ncommit 69eeb79d9239\n\n    Fourth\n\ncommit 8bec50d28b58\n\n    Third\n";

@@ -152,10 +152,11 @@ pub enum Verdict {
     /// The function found something the task asks to report: the silence is not believed. The
     /// strings in what it returned (they pick the lines the report is asked from).
     Found(Vec<String>),
-    /// The results hold percentages that cross the limit the task states (`threshold.rs`),
-    /// as written: the silence is not believed; the report is asked from the lines that hold
-    /// them.
-    OverLimit(Vec<String>),
+    /// The engine saw, without the model, what the task asks to report: percentages that cross
+    /// the limit the task states (`threshold.rs`), as written, or a state the task names held
+    /// as a value (`state_value.rs`). The silence is not believed; the report is asked from the
+    /// lines that hold them.
+    Seen(Vec<String>),
     /// It found nothing: the silence stands.
     Nothing,
     /// No verdict (no sandbox or no `python3` here, no results, no function, the function
@@ -167,12 +168,12 @@ impl Agent {
     /// Checks a silent reply of the last turn against `task` by code, as the module says. The
     /// model call is recorded as a review and counted in `stats`.
     pub async fn code_check(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
-        if let Some(found) = self.threshold_crossed(task) {
-            return Verdict::OverLimit(found);
+        if let Some(found) = self.threshold_crossed(task).or_else(|| self.state_held(task)) {
+            return Verdict::Seen(found);
         }
         let verdict = self.decide(task, stats).await;
         let detail = match &verdict {
-            Verdict::Found(_) | Verdict::OverLimit(_) => {
+            Verdict::Found(_) | Verdict::Seen(_) => {
                 "the code check found something the task asks to report".to_string()
             }
             Verdict::Nothing => "the code check found nothing to report".to_string(),
@@ -202,6 +203,20 @@ impl Agent {
         Some(found)
     }
 
+    /// What of the results holds, as a value, a state the task names (`state_value.rs`), when
+    /// anything does; noted.
+    fn state_held(&self, task: &SilenceTask) -> Option<Vec<String>> {
+        let found: Vec<String> = looked_calls(&self.last_calls)
+            .into_iter()
+            .flat_map(|c| super::state_value::found(&task.task, content(c)))
+            .collect();
+        let first: String = found.first()?.chars().take(80).collect();
+        let detail =
+            format!("the results hold a state the task names as a value (\"{first}\"); the silence is not believed");
+        self.record(RunEvent::Note { kind: "state_check", detail });
+        Some(found)
+    }
+
     async fn decide(&self, task: &SilenceTask, stats: &mut TurnStats) -> Verdict {
         let calls: Vec<&CallRecord> = looked_calls(&self.last_calls);
         if calls.is_empty() {
@@ -209,15 +224,31 @@ impl Agent {
         }
         let data: String = calls.iter().map(|c| content(c)).collect::<Vec<_>>().join("\n");
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
-        let messages = code_request(task, &calls, &data);
-        let reply = match self.side_call("code check of the silent reply", messages, Some(0.0), tokens, stats).await {
-            Some(reply) => reply,
-            None => return Verdict::Unknown("the model call failed or said nothing".into()),
+        let mut messages = code_request(task, &calls, &data);
+        // A function that raised is asked for once more, told why: the 1.5B model's first one
+        // for a health endpoint's JSON called `requests.get(output)` (bench/README.md, stop 41).
+        let mut attempt = 0;
+        let (verdict, skipped) = loop {
+            let what = "code check of the silent reply";
+            let reply = match self.side_call(what, messages.clone(), Some(0.0), tokens, stats).await {
+                Some(reply) => reply,
+                None => return Verdict::Unknown("the model call failed or said nothing".into()),
+            };
+            let Some(code) = python::code_of(&reply, "findings") else {
+                return Verdict::Unknown("the reply held no `findings` function".into());
+            };
+            match run(&code, &data, &self.opts.shell).await {
+                Ran::Raised(why) if attempt == 0 => {
+                    attempt += 1;
+                    let detail = format!("the function failed ({why}); asked for it again");
+                    self.record(RunEvent::Note { kind: "code_check_again", detail });
+                    messages.push(Message::assistant(reply));
+                    messages.push(Message::user(raised_message(&why)));
+                }
+                Ran::Raised(why) | Ran::Failed(why) => break (Verdict::Unknown(why), 0),
+                Ran::Decided(verdict, skipped) => break (verdict, skipped),
+            }
         };
-        let Some(code) = python::code_of(&reply, "findings") else {
-            return Verdict::Unknown("the reply held no `findings` function".into());
-        };
-        let (verdict, skipped) = run(&code, &data, &self.opts.shell).await;
         if skipped > 0 {
             let detail = format!(
                 "the function failed on the whole output; it ran again without the {skipped} lines it cannot take on their own"
@@ -503,14 +534,37 @@ fn code_request(task: &SilenceTask, calls: &[&CallRecord], data: &str) -> Vec<Me
     ]
 }
 
-/// Runs `code` on `data` with the harness, contained (`python.rs`): the verdict, and how many
-/// lines the function ran without (the harness's second try, above).
-async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> (Verdict, usize) {
+/// How one run of the model's function ended.
+enum Ran {
+    /// The harness printed its verdict, and how many lines the function ran without.
+    Decided(Verdict, usize),
+    /// The function (or the harness around it) raised and exited: the error's last line.
+    Raised(String),
+    /// It could not run here (no sandbox, no `python3`), or it was killed at a limit (a
+    /// function that loops or forks is not asked for again): why.
+    Failed(String),
+}
+
+/// Runs `code` on `data` with the harness, contained (`python.rs`).
+async fn run(code: &str, data: &str, shell: &crate::tools::ShellSettings) -> Ran {
     let harness = format!("{}{}{HARNESS}", python::LIMITS, python::DEFINE);
     match python::run(&harness, code, data, TIMEOUT, shell).await {
-        Ok(out) => verdict_of(&out.output, out.code),
-        Err(why) => (Verdict::Unknown(why.to_string()), 0),
+        Ok(out) => match verdict_of(&out.output, out.code) {
+            // Python exits 1 on an exception; 128 and more is a signal (a limit), none a kill.
+            (Verdict::Unknown(why), _) if out.code == Some(1) => Ran::Raised(why),
+            (Verdict::Unknown(why), _) => Ran::Failed(why),
+            (verdict, skipped) => Ran::Decided(verdict, skipped),
+        },
+        Err(why) => Ran::Failed(why.to_string()),
     }
+}
+
+/// What asks once more for a function that failed. English, as the request is.
+fn raised_message(why: &str) -> String {
+    format!(
+        "Your function failed on the output: {why}\nThe output is given to `findings` as one string, the text shown \
+         above: parse that string, with the standard library only (no network, no files). Write the function again."
+    )
 }
 
 /// The verdict in the harness's last line and the lines it left out, when it exited 0; else

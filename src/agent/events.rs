@@ -58,6 +58,24 @@ pub struct CallRecord {
     pub result: String,
 }
 
+impl CallRecord {
+    /// A successful `shell` call of `command` that returned `result`.
+    #[cfg(test)]
+    pub(crate) fn shell(command: &str, result: &str) -> CallRecord {
+        CallRecord {
+            tool: "shell".into(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        }
+    }
+}
+
+/// A `shell` call of `command` as a message names the call to make: `shell {"command": ...}`.
+pub(crate) fn shell_call(command: &str) -> String {
+    format!("shell {}", serde_json::json!({ "command": command }))
+}
+
 /// One entry of a run's history.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEvent {

@@ -99,6 +99,10 @@ pub(super) struct SentBack {
     pub(super) part: bool,
     /// A count over a `git log` whose limit cut its output (`capped.rs`).
     pub(super) capped: bool,
+    /// A `git log` not cut to the time window the task names (`window.rs`).
+    pub(super) window: bool,
+    /// A search for a number that also finds it inside longer ones (`whole_word.rs`).
+    pub(super) whole_word: bool,
     /// The turn offers `file_read`: a search that matched no line is followed by reading the
     /// file with it; without it, with the search's command printing every line.
     pub(super) file_read: bool,
@@ -137,6 +141,22 @@ impl SentBack {
                 "capped_count_reask",
                 "the count came from a command whose limit cut its output; sent the command without it",
                 super::capped::message(lang, &capped),
+            ));
+        }
+        if let Some(uncut) = (!self.window).then(|| super::window::uncut(task, calls)).flatten() {
+            self.window = true;
+            return Some((
+                "window_reask",
+                "the answer came from a git log not cut to the time the task names; sent the command cut to it",
+                super::window::message(lang, &uncut),
+            ));
+        }
+        if let Some(partial) = (!self.whole_word).then(|| super::whole_word::partial(calls)).flatten() {
+            self.whole_word = true;
+            return Some((
+                "whole_word_reask",
+                "the answer came from a search for a number that also finds it inside longer ones; sent the search for whole words",
+                super::whole_word::message(lang, &partial),
             ));
         }
         if self.part {
@@ -366,7 +386,7 @@ fn print_all(call: &CallRecord) -> Option<String> {
         })
         .collect();
     let command = format!("grep -n '' {}", quoted?.join(" "));
-    Some(format!("shell {}", serde_json::json!({ "command": command })))
+    Some(super::events::shell_call(&command))
 }
 
 /// The call the engine's own hint in `call`'s result makes exact: the command a refused pipe
@@ -380,7 +400,7 @@ fn fix(call: &CallRecord) -> Option<String> {
         && call.status == ToolStatus::Refused
         && let Some(one) = crate::policy::command::one_command(head)
     {
-        return Some(format!("shell {}", serde_json::json!({ "command": one })));
+        return Some(super::events::shell_call(one));
     }
     // A format split into words: the command with it joined, computed again from the call's
     // own command (not read back from its result, which a file name could imitate), when the
@@ -390,7 +410,7 @@ fn fix(call: &CallRecord) -> Option<String> {
         && head.contains("became an argument of its own")
         && let Some(joined) = shell_argv(call).and_then(|argv| crate::tools::joined_format(&argv))
     {
-        return Some(format!("shell {}", serde_json::json!({ "command": joined })));
+        return Some(super::events::shell_call(&joined));
     }
     let (wanted, instead) = crate::tools::near_path(head)?;
     call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))

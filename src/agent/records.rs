@@ -48,16 +48,18 @@ impl<'a> Records<'a> {
     /// it has fewer than three or more than the limits.
     #[cfg(test)]
     pub(super) fn of(text: &'a str) -> Option<Records<'a>> {
-        Self::of_lines_from(text, MIN_LINES)
+        Self::of_lines_from(text, MIN_LINES, true)
     }
 
     /// [`Records::of`], where a text of `min_lines` lines or more is records (a pick of the least
-    /// or the most takes fewer lines than a count: the 1.5B model picked the wrong one of five).
-    pub(super) fn of_lines_from(text: &'a str, min_lines: usize) -> Option<Records<'a>> {
+    /// or the most takes fewer lines than a count: the 1.5B model picked the wrong one of five),
+    /// and a table of cells set apart by `|` is one only where `tables` says the text is a
+    /// document (a file, a page): a command's `%an | %s` lines have no header line.
+    pub(super) fn of_lines_from(text: &'a str, min_lines: usize, tables: bool) -> Option<Records<'a>> {
         let records = if serde_json::from_str::<Value>(text).is_ok() {
             json(text)?
         } else {
-            csv(text).or_else(|| lines(text))?
+            csv(text).or_else(|| tables.then(|| pipe_table(text)).flatten()).or_else(|| lines(text))?
         };
         let min = if records.shape == Shape::Lines { min_lines.max(MIN) } else { MIN };
         (min..=MAX).contains(&records.values.len()).then_some(records)
@@ -163,6 +165,65 @@ fn csv(text: &str) -> Option<Records<'_>> {
     Some(Records { shape: Shape::Csv, values, text, ranges, frame: header })
 }
 
+/// The longest table of a text whose cells are set apart by `|` (a Markdown table, a page's
+/// table as `http_request` renders it): consecutive lines with the same number of cells, two or
+/// more, the first of them names (the header), a Markdown rule line (`|---|---|`) after it left
+/// out, and at least [`MIN`] rows. Its rows are records with the header's names, as a CSV
+/// table's are; the text around it is not.
+fn pipe_table(text: &str) -> Option<Records<'_>> {
+    let cells = |line: &str| -> Vec<String> {
+        let line = line.trim();
+        let inner = line.strip_prefix('|').unwrap_or(line);
+        let inner = inner.strip_suffix('|').unwrap_or(inner);
+        inner.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    let rule = |c: &[String]| c.iter().all(|c| !c.is_empty() && c.chars().all(|ch| matches!(ch, '-' | ':' | ' ')));
+    // Every line with its span, empty lines too: a blank line ends a table.
+    let mut at = 0;
+    let spans: Vec<Range<usize>> = text
+        .split_inclusive('\n')
+        .map(|line| {
+            let start = at;
+            at += line.len();
+            start..start + line.trim_end_matches(['\n', '\r']).len()
+        })
+        .collect();
+    // The header's line, the rows' lines and the rows as objects.
+    type Table = (Range<usize>, Vec<Range<usize>>, Vec<Value>);
+    let mut best: Option<Table> = None;
+    let mut i = 0;
+    while i < spans.len() {
+        let header = cells(&text[spans[i].clone()]);
+        let named = |n: &String| !n.is_empty() && n.parse::<f64>().is_err();
+        if !text[spans[i].clone()].contains('|') || header.len() < 2 || !header.iter().all(named) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        let mut rows = Vec::new();
+        let mut values = Vec::new();
+        while j < spans.len() {
+            let line = &text[spans[j].clone()];
+            let row = cells(line);
+            if !line.contains('|') || row.len() != header.len() {
+                break;
+            }
+            if !(j == i + 1 && rule(&row)) {
+                let object: Map<String, Value> = header.iter().zip(&row).map(|(n, f)| (n.clone(), scalar(f))).collect();
+                values.push(Value::Object(object));
+                rows.push(spans[j].clone());
+            }
+            j += 1;
+        }
+        if rows.len() >= MIN && best.as_ref().is_none_or(|(_, r, _)| rows.len() > r.len()) {
+            best = Some((spans[i].clone(), rows, values));
+        }
+        i = j.max(i + 1);
+    }
+    let (frame, ranges, values) = best?;
+    Some(Records { shape: Shape::Csv, values, text, ranges, frame })
+}
+
 /// The non-empty lines of a text.
 fn lines(text: &str) -> Option<Records<'_>> {
     let ranges: Vec<Range<usize>> = line_spans(text).collect();
@@ -213,6 +274,23 @@ mod tests {
         {
             assert_eq!(Records::of(odd).unwrap().shape, Shape::Lines, "{odd}");
         }
+    }
+
+    #[test]
+    fn a_table_of_cells_set_apart_by_bars_gives_rows_without_the_text_around_it() {
+        let page = "Stock\n\nProduct | In stock\nBlue mug | 14\nRed kettle | 0\nGreen teapot | 3\nSteel spoon set | 0\n\nPrices without VAT.";
+        let r = Records::of(page).unwrap();
+        assert_eq!(r.shape, Shape::Csv);
+        assert_eq!(r.values[1], serde_json::json!({"Product": "Red kettle", "In stock": 0}));
+        assert_eq!(r.keep(&[false, true, false, true]), "Product | In stock\nRed kettle | 0\nSteel spoon set | 0");
+        let markdown =
+            "# Hosts\n\n| host | state |\n|------|-------|\n| web-1 | up |\n| web-2 | down |\n| db-1 | up |\n";
+        let r = Records::of(markdown).unwrap();
+        assert_eq!(r.len(), 3, "the rule line is no row");
+        assert_eq!(r.values[1], serde_json::json!({"host": "web-2", "state": "down"}));
+        assert!(Records::of("a | b\n1 | 2\n3 | 4\n").is_none(), "two rows are too few");
+        let ragged = "x | y\n1 | 2\n3 | 4 | 5\n6 | 7\nline four\nline five\nline six\n";
+        assert_eq!(Records::of(ragged).map(|r| r.shape), Some(Shape::Lines), "a row of another width ends it");
     }
 
     #[test]

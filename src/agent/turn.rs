@@ -94,9 +94,14 @@ impl Agent {
                 // The records the task asks about (`select.rs`), chosen again only when the turn
                 // has made calls since.
                 // A `git log` whose limit cut it is left out once the whole one ran (`capped.rs`).
-                let seen = super::capped::without_superseded(&calls_made);
-                // A count of commits is the number of commits the one `git log` shows.
-                let commits = super::capped::commits_note(message, &seen, lang);
+                // So is one not cut to the time the task names, once a cut one ran (`window.rs`).
+                // And a search for a number once its whole-word search ran (`whole_word.rs`).
+                let seen = super::window::without_uncut(message, super::capped::without_superseded(&calls_made));
+                let seen = super::whole_word::without_partial(seen);
+                // A count of commits is the number of commits the one `git log` shows; the last
+                // commit is the first it shows (`git_log.rs`).
+                let commits = super::capped::commits_note(message, &seen, lang)
+                    .or_else(|| super::git_log::newest(message, &seen).map(|n| n.note(lang)));
                 if commits.is_some() {
                     selection = Some((calls_made.len(), None));
                 } else if selection.as_ref().is_none_or(|(made, _)| *made != calls_made.len()) {
@@ -268,6 +273,11 @@ impl Agent {
                         Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
                     } else if super::difference::note(message, &calls_made, lang).is_some() {
                         Some(("difference_reask", "the turn answered which lines of one list the other lacks itself"))
+                    } else if super::git_log::newest(message, &calls_made).is_some_and(|n| !n.named_in(text)) {
+                        Some((
+                            "newest_commit_reask",
+                            "the turn answered about the last commit without naming the newest",
+                        ))
                     } else if looked && super::questions::count(message) >= 2 {
                         Some(("questions_reask", "the turn answered a task of several questions itself"))
                     } else {
@@ -338,7 +348,11 @@ impl Agent {
             for call in &calls {
                 let held = match held_sent {
                     false => self.held_write(message, call, &calls_made, &ctx, first, &specs, &mut stats).await,
-                    true => None,
+                    // A held guess made again over what was written since is never run.
+                    true => write_check::stale(&call.name, &call.arguments, &calls_made).map(|stale| {
+                        self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
+                        write_check::message(self.opts.language, &stale, None)
+                    }),
                 };
                 let (text, outcome) = match held {
                     Some(text) => {
@@ -497,6 +511,7 @@ impl Agent {
                     (format!("its content is {source} as read"), selected.map(|s| s.result))
                 }
                 write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
+                write_check::Held::Stale(_) => (STALE.to_string(), None),
             };
             self.note("write_held", &format!("{}: {why}; not run", call.name));
             return Some(write_check::message(self.opts.language, &held, selected.as_deref()));
@@ -666,6 +681,9 @@ impl Agent {
         }
     }
 }
+
+/// Why a stale write is not run, for the run's notes.
+const STALE: &str = "it repeats a write made before the reads, over the write made from them";
 
 fn clip(text: &str, max: usize) -> String {
     let t = text.trim();

@@ -24,6 +24,10 @@ pub(super) enum Held {
     Copy { source: String, at: usize },
     /// The content is what an earlier write returned.
     Receipt(String),
+    /// The call is, word for word, one the turn did not run before (made before the task's
+    /// files were read), and the path it names has been written since: the guess made before
+    /// reading, written over what was written from the reads. The path.
+    Stale(String),
 }
 
 /// Why the `file_write` with `arguments` is not run after `calls`, for `task`; `None` when it
@@ -37,6 +41,10 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]
     if content.is_empty() {
         return None;
     }
+    if let Some(stale) = stale(tool, arguments, calls) {
+        return Some(stale);
+    }
+    let target = args.get("path").and_then(|p| p.as_str()).map(normal);
     let ok = calls.iter().filter(|c| c.status == ToolStatus::Success);
     if let Some(receipt) = ok.clone().filter(|c| c.tool == tool).find(|c| c.result.trim() == content) {
         return Some(Held::Receipt(receipt.result.trim().to_string()));
@@ -45,11 +53,7 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]
         return None;
     }
     // A read of the file being written is that file's edit (an entry added to a journal).
-    let target = args.get("path").and_then(|p| p.as_str()).map(normal);
-    let reads_target = |c: &CallRecord| {
-        let read: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or_default();
-        target.is_some() && read.get("path").and_then(|p| p.as_str()).map(normal) == target
-    };
+    let reads_target = |c: &CallRecord| target.is_some() && path_of(c) == target;
     let at = calls.iter().position(|c| {
         c.status == ToolStatus::Success
             && c.tool != tool
@@ -59,6 +63,28 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]
     let args: serde_json::Value = serde_json::from_str(&calls[at].arguments).unwrap_or_default();
     let source = ["path", "command"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
     Some(Held::Copy { source: source.unwrap_or(&calls[at].tool).to_string(), at })
+}
+
+/// [`Held::Stale`] when the call with `arguments` is one the turn did not run, made again
+/// after a write of the same path ran; `None` otherwise. Unlike the other holds, not once per
+/// turn: the guess is made again after the hold that was sent for it. The 1.5B model wrote `1`
+/// before reading the log (held), read it, wrote `3`, then made its first call again, and `1`
+/// was the file it left (bench/README.md, stop 41).
+pub(super) fn stale(tool: &str, arguments: &str, calls: &[CallRecord]) -> Option<Held> {
+    let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let target = args.get("path").and_then(|p| p.as_str()).map(normal)?;
+    let same = |c: &CallRecord| serde_json::from_str::<serde_json::Value>(&c.arguments).ok().as_ref() == Some(&args);
+    let at = calls.iter().position(|c| c.tool == tool && c.status == ToolStatus::Refused && same(c))?;
+    let written = calls[at + 1..]
+        .iter()
+        .any(|c| c.tool == tool && c.status == ToolStatus::Success && path_of(c).as_ref() == Some(&target));
+    written.then_some(Held::Stale(target))
+}
+
+/// Where a call's `path` argument points, as written without a leading `./`.
+fn path_of(c: &CallRecord) -> Option<String> {
+    let args: serde_json::Value = serde_json::from_str(&c.arguments).unwrap_or_default();
+    args.get("path").and_then(|p| p.as_str()).map(normal)
 }
 
 /// A path as written, without a leading `./`.
@@ -125,6 +151,12 @@ pub(super) fn message(lang: Language, held: &Held, selected: Option<&str>) -> St
         (Language::Zh, Held::Receipt(receipt), _) => {
             format!("未执行：这段内容是之前那次写入的返回信息（`{receipt}`），不是任务要写的内容。那次写入已经完成。")
         }
+        (Language::En, Held::Stale(path), _) => format!(
+            "not run: this is the write you made before the task's files were read, and `{path}` has since been written from what they say. That write is done: give your final answer."
+        ),
+        (Language::Zh, Held::Stale(path), _) => format!(
+            "未执行：这是在读取任务文件之前做的那次写入，而 `{path}` 之后已经根据读到的内容写好了。那次写入已经完成：请给出最终答复。"
+        ),
     }
 }
 
@@ -211,5 +243,31 @@ mod tests {
         assert_eq!(held(task, "file_write", &write("dns: FAIL"), &calls), None);
         let failed = [CallRecord { status: ToolStatus::Failed, ..calls[0].clone() }];
         assert_eq!(held(task, "file_write", &write(receipt), &failed), None, "only what a write returned");
+    }
+
+    #[test]
+    fn a_write_held_before_the_reads_and_made_again_after_the_path_was_written_is_stale() {
+        let task = "Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.";
+        let guess = serde_json::json!({ "content": "1", "path": "out/errors.txt" });
+        let held_call = CallRecord {
+            status: ToolStatus::Refused,
+            ..call("file_write", guess.clone(), "[failed] not run yet: the task names `logs/app.log`")
+        };
+        let read = call("file_read", serde_json::json!({ "path": "logs/app.log" }), "INFO a\nERROR b\nERROR c\n");
+        let wrote =
+            call("file_write", serde_json::json!({ "content": "2", "path": "out/errors.txt" }), "Wrote 1 bytes.");
+        let again = r#"{"path":"./out/errors.txt","content":"1"}"#;
+        let calls = [held_call.clone(), read.clone(), wrote];
+        assert_eq!(held(task, "file_write", &guess.to_string(), &calls), Some(Held::Stale("out/errors.txt".into())));
+        assert_eq!(held(task, "file_write", again, &calls), None, "another spelling is another call");
+        assert_eq!(
+            held(task, "file_write", &guess.to_string(), &[held_call, read]),
+            None,
+            "nothing written since: the held call runs once the reads are done"
+        );
+        assert_eq!(
+            message(Language::En, &Held::Stale("out/errors.txt".into()), None),
+            "not run: this is the write you made before the task's files were read, and `out/errors.txt` has since been written from what they say. That write is done: give your final answer."
+        );
     }
 }

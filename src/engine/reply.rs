@@ -48,7 +48,7 @@ impl Engine {
                 let verdict = agent.code_check(&task, earlier).await;
                 match &verdict {
                     Verdict::Nothing => return Ok(reply),
-                    Verdict::Found(strings) | Verdict::OverLimit(strings) => {
+                    Verdict::Found(strings) | Verdict::Seen(strings) => {
                         let by_code = matches!(verdict, Verdict::Found(_));
                         if let Some(report) = agent.report_found(&task, strings, by_code, earlier).await {
                             if !check.is_silent(&report) {

@@ -1,6 +1,8 @@
 //! HTML to readable text, for `http_request`: no scripts, styles or head,
 //! block elements on their own lines, entities decoded, whitespace
-//! collapsed, links kept as `text (url)`.
+//! collapsed, links kept as `text (url)`, the cells of a table row set apart
+//! by ` | ` (a table's columns survive: `Red kettle | 0`, not `Red kettle 0`,
+//! and the rows are records for the engine's selection, `agent/records.rs`).
 
 use std::borrow::Cow;
 
@@ -48,6 +50,8 @@ pub fn html_to_text(html: &str, base: Option<&Url>) -> String {
     let mut out = Out::default();
     let mut link: Option<(String, usize)> = None;
     let mut pre = 0usize;
+    // The cells of the table row being read so far.
+    let mut cells = 0usize;
     let mut rest = html;
     while let Some(lt) = rest.find('<') {
         out.text(&decode(&rest[..lt]), pre > 0);
@@ -80,6 +84,11 @@ pub fn html_to_text(html: &str, base: Option<&Url>) -> String {
         }
         match name {
             "li" if !tag.closing => out.text("- ", false),
+            "tr" if !tag.closing => cells = 0,
+            "td" | "th" if !tag.closing => {
+                out.text(if cells > 0 { " | " } else { " " }, false);
+                cells += 1;
+            }
             "td" | "th" => out.text(" ", false),
             "pre" if tag.closing => pre = pre.saturating_sub(1),
             "pre" if !tag.self_closing => pre += 1,
@@ -353,8 +362,14 @@ and <a href="javascript:void(0)">this</a>.</p><noscript>enable JS</noscript>
         let base = Url::parse("https://example.com/dir/page").unwrap();
         assert_eq!(
             html_to_text(html, Some(&base)),
-            "Weather\n\nSunny & 25°C today.\nWind: light\nRain: &none\n\n- one\n- two\n\nSee more (https://example.com/more?a=1&b=2), https://x.org/, top and this.\n\na  b\n  c\n\nk v\n\n1 < 2 &unknown; &amp"
+            "Weather\n\nSunny & 25°C today.\nWind: light\nRain: &none\n\n- one\n- two\n\nSee more (https://example.com/more?a=1&b=2), https://x.org/, top and this.\n\na  b\n  c\n\nk | v\n\n1 < 2 &unknown; &amp"
         );
+    }
+
+    #[test]
+    fn the_cells_of_a_table_row_are_set_apart() {
+        let html = "<h1>Stock</h1><table>\n<tr><th>Product</th><th>In stock</th></tr>\n<tr><td>Blue mug</td><td>14</td></tr>\n<tr><td>Red kettle</td> <td>0</td></tr></table><p>End</p>";
+        assert_eq!(html_to_text(html, None), "Stock\n\nProduct | In stock\nBlue mug | 14\nRed kettle | 0\n\nEnd");
     }
 
     #[test]

@@ -59,18 +59,36 @@ pub(super) fn missed(task: &str, values: &[Value], flags: &[bool]) -> Option<Mis
     None
 }
 
+/// The function asked for again, by what it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Function {
+    /// `keep`: whether the record is one the task asks about.
+    Keep,
+    /// `value`: the record's number the task adds up (0 for a record left out).
+    Total,
+    /// `value`: the record's number the task compares (None for a record left out).
+    Pick,
+}
+
 /// What asks for the function again.
-pub(super) fn message(lang: Language, missed: &Missed) -> String {
+pub(super) fn message(lang: Language, missed: &Missed, function: Function) -> String {
     let Missed { field, named, other } = missed;
-    match lang {
-        Language::En => format!(
+    let none = if function == Function::Total { "0" } else { "None" };
+    match (lang, function) {
+        (Language::En, Function::Keep) => format!(
             "Your function keeps an item whose `{field}` is `{other}`, and the task asks about `{named}`. Write `keep` again so that it tests `{field}` too."
         ),
-        Language::Zh => {
+        (Language::En, _) => format!(
+            "Your function gives a number to an item whose `{field}` is `{other}`, and the task asks about `{named}`. Write `value` again so that it tests `{field}` too and returns {none} for the other items."
+        ),
+        (Language::Zh, Function::Keep) => {
             format!(
                 "你的函数保留了 `{field}` 为 `{other}` 的项，而任务问的是 `{named}`。请重写 `keep`，让它也检查 `{field}`。"
             )
         }
+        (Language::Zh, _) => format!(
+            "你的函数给 `{field}` 为 `{other}` 的项也返回了数值，而任务问的是 `{named}`。请重写 `value`，让它也检查 `{field}`，其他项返回 {none}。"
+        ),
     }
 }
 
@@ -93,10 +111,14 @@ mod tests {
         let missed = missed(task, &users(), &inactive).unwrap();
         assert_eq!(missed, Missed { field: "role".into(), named: "admin".into(), other: "viewer".into() });
         assert_eq!(
-            message(Language::En, &missed),
+            message(Language::En, &missed, Function::Keep),
             "Your function keeps an item whose `role` is `viewer`, and the task asks about `admin`. Write `keep` again so that it tests `role` too."
         );
         assert!(super::missed("How many admins are inactive?", &users(), &inactive).is_some(), "a plural names it");
+        assert_eq!(
+            message(Language::En, &missed, Function::Total),
+            "Your function gives a number to an item whose `role` is `viewer`, and the task asks about `admin`. Write `value` again so that it tests `role` too and returns 0 for the other items."
+        );
     }
 
     #[test]

@@ -27,10 +27,12 @@ mod ask;
 mod condition;
 mod dates;
 mod notes;
+mod sections;
 
 pub(super) use ask::{Ask, ask_of};
 use notes::{
-    dated_note, distinct_note, extreme_note, kept_note, last_note, phrase_note, printed_note, share_note, total_note,
+    dated_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note, printed_note, share_note,
+    total_note,
 };
 
 /// The wall-clock limit of one run of the model's function over all records.
@@ -128,6 +130,15 @@ impl Agent {
         calls: &[CallRecord],
         stats: &mut TurnStats,
     ) -> Option<Selected> {
+        // "The latest release" of a document of dated or versioned sections is its newest section.
+        if matches!(ask_of(task), None | Some(Ask::Last | Ask::Most))
+            && sections::asks_newest(task)
+            && let Some(newest) = sections::newest(calls)
+        {
+            let note = newest_note(self.opts.language, &source_of(&calls[newest.call]), newest.of, newest.by);
+            self.note("records_selection", &note);
+            return Some(Selected { call: newest.call, result: newest.section, note, kept: None });
+        }
         if !applies(task, calls) {
             return None;
         }
@@ -294,7 +305,11 @@ impl Agent {
                             self.note("records_selection", &format!("{detail}; asked again"));
                             before = Some(flags);
                             messages.push(crate::llm::Message::assistant(reply.unwrap_or_default()));
-                            messages.push(crate::llm::Message::user(condition::message(lang, &missed)));
+                            messages.push(crate::llm::Message::user(condition::message(
+                                lang,
+                                &missed,
+                                condition::Function::Keep,
+                            )));
                             continue;
                         }
                         self.note("records_selection", &format!("{detail} twice; shown as they came"));
@@ -332,6 +347,26 @@ impl Agent {
                         self.note("records_selection", &format!("{what} were not compared: {why}"));
                         return None;
                     };
+                    // A number given to a record of another value than the one the task names
+                    // ("the shipped orders", and `return item['amount']`) is asked for again.
+                    let given: Vec<bool> =
+                        values.iter().map(|v| v.is_some_and(|v| ask != Ask::Total || v != 0.0)).collect();
+                    if let Some(missed) = condition::missed(task, &records.values, &given) {
+                        let detail = format!(
+                            "the code gave a number to a record of {what} whose `{}` is `{}`, where the task names `{}`",
+                            missed.field, missed.other, missed.named
+                        );
+                        if attempt == 0 {
+                            self.note("records_selection", &format!("{detail}; asked again"));
+                            let function =
+                                if ask == Ask::Total { condition::Function::Total } else { condition::Function::Pick };
+                            messages.push(crate::llm::Message::assistant(reply.unwrap_or_default()));
+                            messages.push(crate::llm::Message::user(condition::message(lang, &missed, function)));
+                            continue;
+                        }
+                        self.note("records_selection", &format!("{detail} twice; shown as they came"));
+                        return None;
+                    }
                     if ask == Ask::Total {
                         let Some((sum, counted)) = total(&values).filter(|_| !dates) else {
                             self.note(
@@ -582,8 +617,8 @@ fn picks(ask: Ask) -> bool {
 /// aside: its lines are names, and counting them is the listing's own job), or `None` when there
 /// are none or several (comparing two files is not picking from one). Lines are records from
 /// six, or from three for a pick (the least, the most, the last: lines alike, each with a digit)
-/// and for "which" over a file read whole with at most one heading (its lines are what the file
-/// lists; a command's output, a git log's `Author:` and `Date:` lines, is not a list to pick
+/// and for "which" over a file read whole or a page fetched with at most one heading (its lines
+/// are what it lists; a command's output, a git log's `Author:` and `Date:` lines, is not a list to pick
 /// from, nor is a document of sections).
 fn the_one(calls: &[CallRecord], ask: Option<Ask>) -> Option<(usize, Records<'_>)> {
     let mut seen: Vec<(&str, &str)> = Vec::new();
@@ -597,18 +632,22 @@ fn the_one(calls: &[CallRecord], ask: Option<Ask>) -> Option<(usize, Records<'_>
         seen.push(key);
         // A file read in part is not the file's records; one read whole by a range (`offset: 1`,
         // "(lines 1-6 of 6)") is, without the range's line.
+        // A response is its body's records: the status line is not one of them.
         let text = match crate::tools::read_range(&call.result) {
             Some((first, last, lines)) if first > 1 || last < lines => continue,
             Some(_) => crate::tools::without_range(&call.result),
+            None if call.tool == "http_request" => crate::tools::http_body(&call.result),
             None => call.result.as_str(),
         };
         // A document of sections (two headings or more) is not a list: "what was done this
         // week" is the lines under one heading, which no test of a line alone tells (the model
         // kept the three headings of a weekly report).
         let headings = text.lines().filter(|l| l.trim_start().starts_with('#')).count();
-        let listed = ask == Some(Ask::Which) && call.tool == "file_read" && headings <= 1;
+        let listed =
+            ask == Some(Ask::Which) && ["file_read", "http_request"].contains(&call.tool.as_str()) && headings <= 1;
         let min_lines = if few || listed { 3 } else { records::MIN_LINES };
-        if let Some(records) = Records::of_lines_from(text.trim(), min_lines) {
+        let document = ["file_read", "http_request"].contains(&call.tool.as_str());
+        if let Some(records) = Records::of_lines_from(text.trim(), min_lines, document) {
             // A pick among lines needs lines alike: each holds a number or a date (a listing,
             // a log), not a git log's `Author:` and message lines.
             let alike = match records.shape {

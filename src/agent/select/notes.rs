@@ -4,6 +4,25 @@ use super::records::Shape;
 use super::{Ask, noun};
 use crate::config::Language;
 
+/// What the answer request says about the newest section of a document (`sections.rs`).
+pub(super) fn newest_note(lang: Language, source: &str, of: usize, by: super::sections::By) -> String {
+    use super::sections::By;
+    match (lang, by) {
+        (Language::En, By::Date) => format!(
+            "(The data above shows only the newest of the {of} sections of `{source}`: the one whose heading has the latest date.)"
+        ),
+        (Language::En, By::Version) => format!(
+            "(The data above shows only the newest of the {of} sections of `{source}`: the one whose heading has the highest version.)"
+        ),
+        (Language::Zh, By::Date) => {
+            format!("（上面的数据只列出了 `{source}` 的 {of} 个部分中最新的一个：标题日期最晚的那个。）")
+        }
+        (Language::Zh, By::Version) => {
+            format!("（上面的数据只列出了 `{source}` 的 {of} 个部分中最新的一个：标题版本号最高的那个。）")
+        }
+    }
+}
+
 /// What the answer request says about the lines that hold the task's words.
 pub(super) fn phrase_note(lang: Language, source: &str, phrase: &str, kept: usize, of: usize) -> String {
     match lang {

@@ -99,22 +99,34 @@ async fn a_result_with_only_empty_lists_in_it_found_nothing() {
 /// review keeping the silence: the run must end `silent` after exactly four requests (look,
 /// silence, code, review), nothing delivered. The run's code-check notes.
 async fn left_to_the_review(notes_txt: &str, code: &str) -> Vec<String> {
+    left_to_the_review_after(notes_txt, &[code]).await
+}
+
+/// [`left_to_the_review`] where the code request is answered `codes` in turn: a function that
+/// failed is asked for again, once, told why.
+async fn left_to_the_review_after(notes_txt: &str, codes: &[&str]) -> Vec<String> {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", notes_txt);
-    mock.push_all([
-        tool_call("file_read", json!({"path": "notes.txt"})),
-        text("NO_REPLY"),
-        text(code),
-        text("NO_REPLY"),
-    ]);
+    mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("NO_REPLY")]);
+    mock.push_all(codes.iter().map(|c| text(c)));
+    mock.push(text("NO_REPLY"));
     let o = p.run_async(["run", "watch", "--json"]).await;
     o.success();
     assert_eq!(o.json()["status"], "silent", "the review decided: {}", o.stdout);
     assert!(!p.path().join("out.md").exists(), "nothing was reported");
     let reqs = mock.requests();
-    assert_eq!(reqs.len(), 4, "the review came after the check");
-    assert!(crate::common::content(&reqs[3], 1).starts_with("Task:\n"), "the review decided, not a report");
+    assert_eq!(reqs.len(), 3 + codes.len(), "the review came after the check");
+    for (k, req) in reqs[3..2 + codes.len()].iter().enumerate() {
+        let again = super::last_text(req);
+        assert!(again.starts_with("Your function failed on the output: it exited 1: "), "{k}: {again}");
+        assert!(again.ends_with("Write the function again."), "{again}");
+    }
+    assert!(
+        crate::common::content(&reqs[2 + codes.len()], 1).starts_with("Task:\n"),
+        "the review decided, not a report"
+    );
+    mock.assert_clean();
     notes(&p.show(1).await)
 }
 
@@ -123,7 +135,7 @@ async fn a_check_that_fails_leaves_the_silence_to_the_review() {
     // int('93%') raises, as the 1.5B model's checks of `df -h` did.
     let code =
         "```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```";
-    let notes = left_to_the_review("usage 93%\n", code).await;
+    let notes = left_to_the_review_after("usage 93%\n", &[code, code]).await;
     assert_eq!(notes.len(), 1);
     assert!(
         notes[0].starts_with("the code check could not decide: it exited 1: ValueError: invalid literal for int()"),
@@ -167,17 +179,21 @@ async fn a_check_that_fails_only_on_the_header_runs_again_without_it() {
 /// about, so the failure stands and the review decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_that_fails_on_a_data_line_leaves_the_silence_to_the_review() {
-    let notes = left_to_the_review("domain days_left\nshop.example.com 83\napi.example.com soon\n", DAYS).await;
+    let notes =
+        left_to_the_review_after("domain days_left\nshop.example.com 83\napi.example.com soon\n", &[DAYS, DAYS]).await;
     assert_eq!(notes.len(), 1);
     assert!(notes[0].starts_with("the code check could not decide: it exited 1: ValueError"), "{notes:?}");
     // Nor a first line that holds a number of its own: a log's first line is data, not a header.
-    let notes =
-        left_to_the_review("09:12 api.example.com soon\nshop.example.com 83\nmail.example.com 41\n", DAYS).await;
+    let notes = left_to_the_review_after(
+        "09:12 api.example.com soon\nshop.example.com 83\nmail.example.com 41\n",
+        &[DAYS, DAYS],
+    )
+    .await;
     assert!(notes[0].starts_with("the code check could not decide"), "{notes:?}");
     // Nor the only line there is.
     let code =
         "```python\ndef findings(output):\n    return [l for l in output.splitlines() if int(l.split()[1]) > 90]\n```";
-    let notes = left_to_the_review("usage 93%\n", code).await;
+    let notes = left_to_the_review_after("usage 93%\n", &[code, code]).await;
     assert!(notes[0].starts_with("the code check could not decide"), "{notes:?}");
 }
 
@@ -239,7 +255,7 @@ async fn the_function_runs_contained() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_function_cannot_start_processes() {
     let code = "```python\nimport os\ndef findings(output):\n    while True:\n        if os.fork() == 0:\n            print('a child ran')\n            os._exit(0)\n```";
-    let notes = left_to_the_review("09:12 ERROR disk\n", code).await;
+    let notes = left_to_the_review_after("09:12 ERROR disk\n", &[code, code]).await;
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(
         notes[0].starts_with("the code check could not decide: it exited 1: PermissionError: [Errno 13]"),

@@ -273,11 +273,11 @@ async fn a_repeated_call_moves_the_model_on_to_the_other_tools() {
 async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_required() {
     let h = Harness::new().await;
     h.write("logs/access.log", "GET /a 404\nGET /b 200\nGET /c 404\nGET /d 404\n");
-    let piped = || tool_call("shell", json!({"command": "grep 404 logs/access.log | wc -l"}));
+    let piped = || tool_call("shell", json!({"command": "grep -w 404 logs/access.log | wc -l"}));
     h.mock.push_all([
         piped(),
         piped(),
-        tool_call("shell", json!({"command": "grep -c 404 logs/access.log"})),
+        tool_call("shell", json!({"command": "grep -c -w 404 logs/access.log"})),
         text("3"),
     ]);
     let mut agent = h.agent_with(
@@ -291,7 +291,7 @@ async fn a_refused_call_repeated_with_nothing_in_hand_is_sent_back_with_a_call_r
     assert_eq!(reqs.len(), 4);
     assert_eq!(
         last_text(&reqs[2]),
-        "Your last tool call failed. Call this instead: shell {\"command\":\"grep -c 404 logs/access.log\"}",
+        "Your last tool call failed. Call this instead: shell {\"command\":\"grep -c -w 404 logs/access.log\"}",
         "the refusal's one command goes back as the call to make, without the pipe to copy"
     );
     assert_eq!(reqs[2]["tool_choice"], "required");
@@ -419,7 +419,7 @@ async fn advice_after_a_command_called_wrong_is_sent_back_with_the_failure() {
 
 /// Runs `git args` in the harness's workspace, as the runner makes a repository (never the agent).
 /// A routine agent held to a first tool call that may run `git`.
-fn git_agent(h: &Harness, routine: &str) -> routines::agent::Agent {
+pub(super) fn git_agent(h: &Harness, routine: &str) -> routines::agent::Agent {
     let mut agent = h.agent_with(
         Autonomy::Full,
         |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,

@@ -12,10 +12,14 @@ mod hygiene;
 mod items;
 mod looked;
 mod named;
+mod newest;
 mod payload;
 mod retries;
 mod runs;
 mod select;
+mod select_values;
+mod silence_values;
+mod windows;
 mod writes;
 
 use routines::agent::{Agent, RunEvent, ToolStatus};

@@ -1,7 +1,8 @@
 //! Writes a routine turn does not run (`agent/write_check.rs`): a `file_write` that copies the
 //! file the turn read, where the task asks for only part of it, goes back with the lines the
 //! task asks about (the engine's selection, `agent/select/`); a write of an earlier write's
-//! receipt is never run. Checked on disk, through `routines run`, with a scripted model and the
+//! receipt is never run, nor a guess held before the reads and made again after the file was
+//! written from them. Checked on disk, through `routines run`, with a scripted model and the
 //! real sandbox the selection runs in.
 
 use serde_json::json;
@@ -96,5 +97,47 @@ async fn a_copy_the_task_asks_for_is_written() {
     assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
     assert_eq!(p.read("checks.bak"), CHECKS);
     assert!(super::note_details(&p.show(1).await, "write_held").is_empty());
+    mock.assert_clean();
+}
+
+/// The local model wrote `1` before reading the log (held: the log was unread), read it, wrote
+/// `3`, then made its first call again, and `1` was what the run left on disk (bench/README.md,
+/// stop 41). The repeat of the held guess is not run: the file keeps the count from the read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guess_held_before_the_reads_is_not_written_over_the_write_made_from_them() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/count.yaml",
+        "prompt: Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.\n\
+         agent: { tools: [file_read, file_write] }\n",
+    )
+    .write("logs/app.log", "INFO start\nERROR db timeout\nINFO retry\nERROR db timeout\nWARN slow\nERROR queue full\n");
+    let guess = || tool_call("file_write", json!({"content": "1", "path": "out/errors.txt"}));
+    mock.push_all([
+        guess(),
+        tool_call("file_read", json!({"path": "logs/app.log"})),
+        tool_call("file_write", json!({"content": "3", "path": "out/errors.txt"})),
+        guess(),
+        text("3"),
+        // A count answered in the turn is asked from the evidence, its lines selected.
+        text("```python\ndef keep(line):\n    return 'ERROR' in line\n```"),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "count", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("out/errors.txt"), "3", "the guess never overwrote the count");
+    let reqs = mock.requests();
+    let held = crate::common::last_message(&reqs[4])["content"].as_str().unwrap().to_string();
+    assert_eq!(
+        held,
+        "[failed] not run: this is the write you made before the task's files were read, and `out/errors.txt` has since been written from what they say. That write is done: give your final answer."
+    );
+    let notes = super::note_details(&p.show(1).await, "write_held");
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(
+        notes[1],
+        "file_write: it repeats a write made before the reads, over the write made from them; not run"
+    );
     mock.assert_clean();
 }

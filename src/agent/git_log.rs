@@ -1,0 +1,166 @@
+//! A `shell` call that runs `git log`, as the engine reads it back: its command, its words,
+//! and its limit (`-3`, `-n 3`, `--max-count=3`). Shared by the checks of a count capped by a
+//! limit (`capped.rs`) and of a time window the log was not cut to (`window.rs`).
+//!
+//! Also the note that names the newest commit of a log, for a task that asks about the last
+//! one: asked "who made the last change to billing.py?" over a log of two commits, the 1.5B
+//! model named the author of the older one, listed last (bench/README.md, stop 41).
+
+use super::events::{CallRecord, ToolStatus};
+use crate::config::Language;
+
+/// A `shell` call that runs `git log` (options may stand between `git` and `log`, other words
+/// may not): its command as written, its words, and where `log` stands among them.
+pub(super) struct GitLog {
+    pub command: String,
+    pub argv: Vec<String>,
+    pub log: usize,
+}
+
+/// The call as a `git log`, or `None` when it is another tool or another command.
+pub(super) fn git_log(call: &CallRecord) -> Option<GitLog> {
+    if call.tool != "shell" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+    let command = args.get("command")?.as_str()?.to_string();
+    let argv = crate::policy::command::parse(&command).ok()?.argv;
+    let log = argv.iter().position(|a| a == "log")?;
+    if argv.first().map(String::as_str) != Some("git") || argv[1..log].iter().any(|a| !a.starts_with('-')) {
+        return None;
+    }
+    Some(GitLog { command, argv, log })
+}
+
+impl GitLog {
+    /// The limit of the command line and its words without it.
+    pub(super) fn limit(&self) -> Option<(usize, Vec<String>)> {
+        let (argv, log) = (&self.argv, self.log);
+        let mut limit = None;
+        let mut rest = Vec::new();
+        let mut words = argv.iter().enumerate();
+        while let Some((k, word)) = words.next() {
+            if k <= log || word == "--" {
+                rest.push(word.clone());
+                continue;
+            }
+            let value = if let Some(n) = word.strip_prefix("--max-count=") {
+                Some(n.to_string())
+            } else if word == "-n" || word == "--max-count" {
+                words.next().map(|(_, n)| n.clone())
+            } else if let Some(n) = word.strip_prefix("-n").filter(|n| !n.is_empty()) {
+                Some(n.to_string())
+            } else {
+                word.strip_prefix('-')
+                    .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+                    .map(str::to_string)
+            };
+            match value.and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => limit = Some(n),
+                None => rest.push(word.clone()),
+            }
+        }
+        limit.filter(|n| *n > 0).map(|n| (n, rest))
+    }
+}
+
+/// The `commit <hash>` lines of a `git log` output in its default format.
+pub(super) fn commit_headers(output: &str) -> usize {
+    output.lines().filter(|l| l.strip_prefix("commit ").is_some_and(|h| h.len() >= 7)).count()
+}
+
+/// The newest commit a log shows, as it writes it.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Newest {
+    command: String,
+    hash: String,
+    author: String,
+    date: String,
+    subject: String,
+}
+
+impl Newest {
+    /// Whether `answer` names this commit: its author, its subject or its hash.
+    pub(super) fn named_in(&self, answer: &str) -> bool {
+        [&self.author, &self.subject, &self.hash].iter().any(|s| !s.is_empty() && answer.contains(s.as_str()))
+    }
+
+    /// What the answer request says about it.
+    pub(super) fn note(&self, lang: Language) -> String {
+        let Newest { command, hash, author, date, subject } = self;
+        match lang {
+            Language::En => {
+                format!("(`{command}` lists the newest commit first: {hash} by {author}, {date}: {subject}.)")
+            }
+            Language::Zh => format!("（`{command}` 最先列出最新的提交：{hash}，作者 {author}，{date}：{subject}。）"),
+        }
+    }
+}
+
+/// For a task that asks about the last, latest or newest commit or change (not a time window,
+/// not a count), when the turn's one successful call is a `git log` in its default format that
+/// shows two commits or more: the newest of them, which the log lists first.
+pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
+    let lower = task.to_lowercase();
+    const NEWEST: [&str; 8] = ["last", "latest", "most recent", "newest", "recently", "最近一次", "最新", "最后一次"];
+    let asks = NEWEST.iter().any(|w| {
+        lower.match_indices(w).any(|(at, _)| {
+            let before = lower[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+            let after = lower[at + w.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+            !w.is_ascii() || (before && after)
+        })
+    });
+    if !asks || super::window::window(task).is_some() || super::select::ask_of(task) == Some(super::select::Ask::Count)
+    {
+        return None;
+    }
+    let ok: Vec<&CallRecord> = calls.iter().filter(|c| c.status == ToolStatus::Success).collect();
+    let [call] = ok[..] else { return None };
+    let command = git_log(call)?.command;
+    if commit_headers(&call.result) < 2 {
+        return None;
+    }
+    let mut lines = call.result.lines().skip_while(|l| !l.starts_with("commit "));
+    let hash: String = lines.next()?.strip_prefix("commit ")?.chars().take(7).collect();
+    let block: Vec<&str> = lines.take_while(|l| !l.starts_with("commit ")).collect();
+    let field = |name: &str| block.iter().find_map(|l| l.strip_prefix(name)).map(str::trim);
+    let author = field("Author:")?.split('<').next().unwrap_or_default().trim().to_string();
+    let date = field("Date:")?.to_string();
+    let subject = block.iter().find(|l| l.starts_with("    ") && !l.trim().is_empty())?.trim().to_string();
+    Some(Newest { command, hash, author, date, subject })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shell(command: &str, result: &str) -> CallRecord {
+        CallRecord::shell(command, result)
+    }
+
+    const TWO: &str = "commit 9189f45aae1a2cb1\nAuthor: Lukas Weber <lukas@example.com>\nDate:   Fri Nov 27 09:51:32 2026 +0000\n\n    Fix tax rounding\n\n billing.py | 2 +-\n\ncommit f33c71b7f82d0aba\nAuthor: Priya Shah <priya@example.com>\nDate:   Tue Nov 24 09:51:32 2026 +0000\n\n    Add billing module\n";
+
+    #[test]
+    fn the_newest_commit_of_a_log_is_named_for_a_task_about_the_last_change() {
+        let calls = [shell("git log -3 --stat billing.py", TWO)];
+        assert_eq!(
+            newest("Who made the last change to billing.py?", &calls).unwrap().note(Language::En),
+            "(`git log -3 --stat billing.py` lists the newest commit first: 9189f45 by Lukas Weber, Fri Nov 27 09:51:32 2026 +0000: Fix tax rounding.)"
+        );
+        assert!(newest("What was the most recent commit about?", &calls).is_some());
+        let zh = newest("billing.py 最近一次是谁修改的？", &calls).unwrap();
+        assert!(zh.note(Language::Zh).contains("作者 Lukas Weber"));
+        assert!(zh.named_in("Lukas Weber 修改的") && !zh.named_in("Priya Shah"));
+    }
+
+    #[test]
+    fn a_window_a_count_another_question_or_one_commit_gets_no_note() {
+        let calls = [shell("git log", TWO)];
+        assert_eq!(newest("List the commits of the last 24 hours.", &calls), None);
+        assert_eq!(newest("How many commits were made last week?", &calls), None);
+        assert_eq!(newest("Who changed billing.py?", &calls), None);
+        assert_eq!(newest("What is the lastname field?", &calls), None, "a word of its own");
+        let one = [shell("git log -1", "commit 9189f45aae1a2cb1\nAuthor: L <l@x>\nDate: d\n\n    Fix\n")];
+        assert_eq!(newest("Who made the last commit?", &one), None, "one commit needs no note");
+    }
+}

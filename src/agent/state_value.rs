@@ -1,0 +1,168 @@
+//! A state the task asks about, held as a value in what the tools returned: "alert me if any
+//! component is down" over `{"name": "queue", "status": "down"}`, "tell me about failed jobs"
+//! over `job=nightly state=failed`. Such a result is a finding whatever the model says.
+//!
+//! Why: for the health endpoint above the 1.5B model answered `NO_REPLY`, then wrote a code
+//! check that called `requests.get(output)` (it raised), and the review it fell back to said
+//! `NO_REPLY` again: the run stayed silent while the queue was down (bench/README.md, stop 41).
+//! A value that is exactly the state word the task names needs no model to see.
+//!
+//! Only values count: a JSON string value, the value of a `key: value` or `key=value` pair, or
+//! a column of a table (set apart by a tab, two spaces or `|`). A word in a sentence (`the
+//! link went down`, `0 failed`) is left to the code check, as is a task that negates the word
+//! (`not down`).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// Families of state words: a task word and a value of one family match (`failures` in the
+/// task, `failed` in the data).
+const STATES: [&[&str]; 13] = [
+    &["down"],
+    &["fail", "fails", "failed", "failing", "failure", "failures"],
+    &["error", "errors", "errored", "erroring"],
+    &["unhealthy"],
+    &["degraded"],
+    &["critical"],
+    &["offline"],
+    &["stopped"],
+    &["dead"],
+    &["unreachable"],
+    &["expired"],
+    &["crashed", "crashing", "crash", "crashes", "crashloopbackoff"],
+    &["unavailable"],
+];
+/// The same in Chinese: the task and the value hold the same word.
+const STATES_ZH: [&str; 7] = ["宕机", "失败", "故障", "离线", "异常", "不可用", "已过期"];
+
+/// A `key: value` or `key=value` pair, the value alone up to the next separator.
+static PAIR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"[\p{L}\p{N}_.\-]+"?\s*[:=：]\s*"?([^\s,;|"'}\])]+)"#).ok());
+
+/// The state words of `task` (in families) that it does not negate.
+fn named(task: &str) -> Vec<&'static [&'static str]> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let negated = |i: usize| i > 0 && ["not", "no", "non", "never", "isn"].contains(&words[i - 1]);
+    STATES
+        .iter()
+        .copied()
+        .filter(|family| words.iter().enumerate().any(|(i, w)| family.contains(w) && !negated(i)))
+        .collect()
+}
+
+/// Whether `value` is a state of `families` or a Chinese state `task` names.
+fn is_state(value: &str, families: &[&[&str]], task: &str) -> bool {
+    let v = value.trim().to_lowercase();
+    families.iter().any(|f| f.contains(&v.as_str())) || STATES_ZH.iter().any(|z| v == *z && task.contains(z))
+}
+
+/// What of `data` (the results the task was checked against) holds, as a value, a state the
+/// task names: for JSON, the text values (three characters or more) of each object that holds
+/// one, which pick its lines for the report; for text, each line with such a pair or column.
+/// Empty when there is none.
+pub(super) fn found(task: &str, data: &str) -> Vec<String> {
+    let families = named(task);
+    if families.is_empty() && !STATES_ZH.iter().any(|z| task.contains(z)) {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for part in data.split("\n\n") {
+        match serde_json::from_str::<Value>(part.trim()) {
+            Ok(value @ (Value::Object(_) | Value::Array(_))) => objects(&value, &families, task, &mut out, 0),
+            _ => lines(part, &families, task, &mut out),
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// The text values of each object in `value` that holds a state as one of its own values.
+fn objects(value: &Value, families: &[&[&str]], task: &str, out: &mut Vec<String>, depth: usize) {
+    if depth > 20 || out.len() >= 50 {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let holds = map.values().any(|v| v.as_str().is_some_and(|s| is_state(s, families, task)));
+            if holds {
+                for v in map.values() {
+                    let text = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        _ => continue,
+                    };
+                    if text.chars().count() >= 3 && !out.contains(&text) {
+                        out.push(text);
+                    }
+                }
+            }
+            map.values().for_each(|v| objects(v, families, task, out, depth + 1));
+        }
+        Value::Array(items) => items.iter().for_each(|v| objects(v, families, task, out, depth + 1)),
+        _ => {}
+    }
+}
+
+/// The lines of a text that hold a state as the value of a pair or as a column of their own.
+fn lines(text: &str, families: &[&[&str]], task: &str, out: &mut Vec<String>) {
+    let Some(pair) = PAIR.as_ref() else { return };
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if super::zero_count::says_none(task, line) {
+            continue;
+        }
+        let paired = pair.captures_iter(line).any(|c| is_state(&c[1], families, task));
+        let columns: Vec<&str> = if line.contains('|') {
+            line.split('|').collect()
+        } else {
+            line.split('\t').flat_map(|p| p.split("  ")).collect()
+        };
+        let column = columns.len() >= 2 && columns.iter().any(|c| is_state(c, families, task));
+        if (paired || column) && !out.iter().any(|o| o == line) {
+            out.push(line.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEALTH: &str = r#"{"status": "degraded", "components": [{"name": "api", "status": "up"}, {"name": "queue", "status": "down", "error": "connection refused"}]}"#;
+
+    #[test]
+    fn a_json_value_that_is_the_state_the_task_names_is_found_with_its_object() {
+        let task = "Check http://127.0.0.1/health.json and alert me if any component is down.";
+        assert_eq!(found(task, HEALTH), vec!["connection refused", "queue", "down"], "in the order of the keys");
+        let pretty = "{\n  \"jobs\": [\n    {\"id\": \"nightly\", \"state\": \"ok\"},\n    {\"id\": \"export\", \"state\": \"failed\"}\n  ]\n}";
+        assert_eq!(found("Tell me about any job failures.", pretty), vec!["export", "failed"]);
+    }
+
+    #[test]
+    fn pairs_and_columns_are_values_and_words_of_a_sentence_are_not() {
+        let task = "Alert me if any service is down.";
+        let text = "api: up\nqueue: down\nsearch=down\nthe link went down at 09:00\n";
+        assert_eq!(found(task, text), vec!["queue: down", "search=down"]);
+        let table = "SERVICE   STATE   SINCE\nweb-1     up      3d\nweb-2     down    2h\n";
+        assert_eq!(found(task, table), vec!["web-2     down    2h"]);
+        assert_eq!(found(task, "| api | up |\n| db | down |"), vec!["| db | down |"]);
+    }
+
+    #[test]
+    fn a_task_that_names_no_state_or_negates_it_and_zero_counts_find_nothing() {
+        assert!(found("Tell me the status of every component.", HEALTH).is_empty(), "no state named");
+        assert!(found("Alert me if any component is not down.", HEALTH).is_empty(), "negated");
+        assert!(found("Alert me if any component is down.", "{\"status\": \"up\"}").is_empty());
+        let task = "Tell me if any backup failed.";
+        assert!(found(task, "backup done: 1204 files, 0 failed\nfailed: 0\n").is_empty());
+        assert!(found(task, "HTTP 200 OK (application/json, 20 B)\n\n{\"failed\": 0}").is_empty(), "a key");
+    }
+
+    #[test]
+    fn a_chinese_state_is_found_where_the_task_names_it() {
+        assert_eq!(found("如果有服务宕机，请告诉我。", "api: 正常\ndb: 宕机\n"), vec!["db: 宕机"]);
+        assert!(found("请检查服务。", "db: 宕机\n").is_empty());
+    }
+}
