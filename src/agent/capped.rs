@@ -60,11 +60,13 @@ pub(super) fn without_superseded(calls: &[CallRecord]) -> std::borrow::Cow<'_, [
     }
 }
 
+/// An author the task names, as the log writes the name, and how many commits are theirs.
+type Author = (String, usize);
+
 /// For a task that asks how many, when the turn's one successful `git log` shows commits in its
-/// default format (`commit <hash>` lines): the engine's count of them. Asked from the five
-/// commits of `git log --stat`, the 1.5B model answered 6, and its `keep` over the lines named
-/// each commit by its message.
-pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
+/// default format (`commit <hash>` lines): its command, how many commits it shows, and the
+/// named author's name and count where the task names one of some of them.
+fn counts(task: &str, calls: &[CallRecord]) -> Option<(String, usize, Option<Author>)> {
     if ask_of(task) != Some(Ask::Count) {
         return None;
     }
@@ -72,15 +74,30 @@ pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> 
     let [call] = ok[..] else { return None };
     let command = git_log(call)?.command;
     let n = commit_headers(&call.result);
-    if n == 0 {
-        return None;
-    }
-    Some(match (lang, by_named_author(task, &call.result)) {
+    (n > 0).then(|| (command, n, by_named_author(task, &call.result)))
+}
+
+/// The engine's count of commits, as [`counts`] reads them: the named author's, or all. Asked
+/// from the five commits of `git log --stat`, the 1.5B model answered 6, and its `keep` over the
+/// lines named each commit by its message.
+pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
+    let (command, n, named) = counts(task, calls)?;
+    Some(match (lang, named) {
         (Language::En, None) => format!("(`{command}` shows {n} commits.)"),
         (Language::Zh, None) => format!("（`{command}` 显示了 {n} 个提交。）"),
         (Language::En, Some((name, k))) => format!("(`{command}` shows {n} commits; {k} of them by {name}.)"),
         (Language::Zh, Some((name, k))) => format!("（`{command}` 显示了 {n} 个提交，其中 {k} 个由 {name} 提交。）"),
     })
+}
+
+/// For a count of commits the note would state (the named author's where there is one),
+/// whether `answer`, given in the turn, lacks it: the 1.5B model answered "1" over Ana Lima's
+/// three commits (bench/README.md, stop 41), and such an answer is asked from the evidence,
+/// where one that says it needs nothing more. `None` when the turn counted no commits.
+pub(super) fn miscounted(task: &str, calls: &[CallRecord], answer: &str) -> Option<bool> {
+    let (_, n, named) = counts(task, &without_superseded(calls))?;
+    let n = named.map_or(n, |(_, k)| k).to_string();
+    Some(!answer.split(|c: char| !c.is_ascii_digit()).any(|run| run == n))
 }
 
 /// For a task that names an author of some of a default-format log's commits but not all (a
@@ -187,5 +204,16 @@ mod tests {
         assert_eq!(capped("What did the last three commits change?", &[shell("git log -3", THREE)]), None);
         assert_eq!(capped(task, &[shell("git show -3", THREE)]), None);
         assert_eq!(capped(task, &[shell("git -C /x log -3", THREE)]), None, "an option with a value before log");
+    }
+
+    #[test]
+    fn an_answer_without_the_logs_count_is_a_miscount() {
+        let task = "How many commits has Ana Lima made in this repository?";
+        let calls =
+            [shell("git log -3 --stat '--author=Ana Lima'", THREE), shell("git log --stat '--author=Ana Lima'", THREE)];
+        assert_eq!(miscounted(task, &calls, "1"), Some(true), "the model's answer over three commits");
+        assert_eq!(miscounted(task, &calls, "Ana Lima has made 3 commits."), Some(false));
+        assert_eq!(miscounted(task, &calls, "13"), Some(true), "13 is not 3");
+        assert_eq!(miscounted("Who made the last commit?", &calls, "1"), None, "not a count");
     }
 }

@@ -103,35 +103,69 @@ impl Agent {
         let items: Vec<&str> = list.items.iter().map(|r| &text[r.clone()]).collect();
         let own = payload::own_words(task).unwrap_or_default();
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
-        let messages = code_request(own.trim(), list.key.as_deref(), &items);
-        let reply = self.side_call("filter of the webhook's items", messages, Some(0.0), tokens, stats).await;
+        let mut messages = code_request(own.trim(), list.key.as_deref(), &items);
         let what = list.key.as_deref().map_or("the list".to_string(), |k| format!("`{k}`"));
         let values: Vec<Value> = items.iter().map(|i| serde_json::from_str(i).unwrap_or(Value::Null)).collect();
-        let code = reply.as_deref().and_then(|r| python::code_of(r, "keep"));
-        if let Some(named) = code.as_deref().and_then(|c| names_an_item(c, &values)) {
-            let named: String = named.chars().take(80).collect();
-            self.note(
-                "items_filter",
-                &format!("the items of {what} were not filtered: the filter names an item (\"{named}\")"),
-            );
-            return None;
-        }
-        let flags = match code {
-            None => Err(python::RunError::NoFunction("keep")),
-            Some(code) => {
-                let data = format!("[{}]", items.join(","));
-                let harness = format!("{}{}{KEEP}", python::LIMITS, python::DEFINE);
-                python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell)
-                    .await
-                    .and_then(|out| flags_of(&out.output, out.code, items.len()))
-            }
-        };
-        let flags = match flags {
-            Ok(flags) => flags,
-            Err(why) => {
-                self.note("items_filter", &format!("the items of {what} were not filtered: {why}"));
+        // The flags of a first filter that left out a condition the task states (`select/condition.rs`).
+        let mut before: Option<Vec<bool>> = None;
+        let mut attempt = 0;
+        let flags = loop {
+            let reply =
+                self.side_call("filter of the webhook's items", messages.clone(), Some(0.0), tokens, stats).await;
+            let code = reply.as_deref().and_then(|r| python::code_of(r, "keep"));
+            if let Some(named) = code.as_deref().and_then(|c| names_an_item(c, &values)) {
+                let named: String = named.chars().take(80).collect();
+                self.note(
+                    "items_filter",
+                    &format!("the items of {what} were not filtered: the filter names an item (\"{named}\")"),
+                );
                 return None;
             }
+            let flags = match code {
+                None => Err(python::RunError::NoFunction("keep")),
+                Some(code) => {
+                    let data = format!("[{}]", items.join(","));
+                    let harness = format!("{}{}{KEEP}", python::LIMITS, python::DEFINE);
+                    python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell)
+                        .await
+                        .and_then(|out| flags_of(&out.output, out.code, items.len()))
+                }
+            };
+            let mut flags = match flags {
+                Ok(flags) => flags,
+                Err(why) => {
+                    self.note("items_filter", &format!("the items of {what} were not filtered: {why}"));
+                    return None;
+                }
+            };
+            // Asked again for a condition it left out, the model writes that condition alone:
+            // both must hold, as in the selection.
+            if let Some(before) = before.take() {
+                flags.iter_mut().zip(before).for_each(|(f, b)| *f &= b);
+            }
+            // A filter that keeps all or none leaves the data as sent (below): nothing is left out.
+            let kept = flags.iter().filter(|f| **f).count();
+            if kept == 0 || kept == flags.len() {
+                break flags;
+            }
+            let Some(missed) = super::select::condition::missed(own.trim(), &values, &flags) else { break flags };
+            let detail = format!(
+                "the filter kept an item of {what} whose `{}` is `{}`, where the task names `{}`",
+                missed.field, missed.other, missed.named
+            );
+            if attempt > 0 {
+                self.note("items_filter", &format!("{detail} twice; shown as sent"));
+                return None;
+            }
+            attempt += 1;
+            self.note("items_filter", &format!("{detail}; asked again"));
+            before = Some(flags);
+            messages.push(Message::assistant(reply.unwrap_or_default()));
+            messages.push(Message::user(super::select::condition::message(
+                self.opts.language,
+                &missed,
+                super::select::condition::Function::Keep,
+            )));
         };
         let kept = flags.iter().filter(|f| **f).count();
         if kept == 0 || kept == flags.len() {

@@ -1,4 +1,5 @@
-//! A condition the task states that the model's `keep` left out: "Which admin accounts are
+//! A condition the task states that the model's `keep` (of the selection, or of a webhook's
+//! list filter, `items.rs`) left out: "Which admin accounts are
 //! inactive?" and `return not item['active']`, which keeps the inactive viewer too. The 1.5B
 //! model answered right (bob and dave) from the records shown, and the engine's request for the
 //! records the answer left out then added carol (bench/README.md, stop 40).
@@ -14,7 +15,7 @@ use crate::config::Language;
 
 /// A kept record whose `field` holds `other` where the task names `named`.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Missed {
+pub(in crate::agent) struct Missed {
     pub field: String,
     pub named: String,
     pub other: String,
@@ -23,7 +24,7 @@ pub(super) struct Missed {
 /// The first kept record (of `values`, kept by `flags`) whose field holds a value the task
 /// does not name, where it names another value of that field; `None` when there is none, the
 /// records are not objects, or the task negates.
-pub(super) fn missed(task: &str, values: &[Value], flags: &[bool]) -> Option<Missed> {
+pub(in crate::agent) fn missed(task: &str, values: &[Value], flags: &[bool]) -> Option<Missed> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '_').collect();
     const NEGATIONS: [&str; 8] = ["not", "non", "except", "excluding", "without", "other", "besides", "never"];
@@ -59,9 +60,54 @@ pub(super) fn missed(task: &str, values: &[Value], flags: &[bool]) -> Option<Mis
     None
 }
 
+/// A kept record whose `field` holds `value`, a value the task asks about the items that are
+/// not: "which components are not operational" and `item['status'] != 'degraded_performance'`,
+/// which keeps the operational ones (the 1.5B model, bench/README.md, stop 41).
+#[derive(Debug, PartialEq, Eq)]
+pub(in crate::agent) struct Negated {
+    pub field: String,
+    pub value: String,
+}
+
+/// The first kept record (of `values`, kept by `flags`) with a field whose text value is a word
+/// the task negates (`not operational`, `non-active`, `isn't running`); `None` when there is none.
+pub(in crate::agent) fn negated(task: &str, values: &[Value], flags: &[bool]) -> Option<Negated> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric() && c != '\'' && c != '_').collect();
+    let negated: Vec<&str> = words
+        .windows(2)
+        .filter(|p| ["not", "non", "isn't", "aren't", "never"].contains(&p[0]) && p[1].chars().count() >= 3)
+        .map(|p| p[1])
+        .collect();
+    if negated.is_empty() {
+        return None;
+    }
+    values.iter().zip(flags).filter(|(_, f)| **f).find_map(|(v, _)| {
+        v.as_object()?.iter().find_map(|(field, value)| {
+            let text = value.as_str()?;
+            negated
+                .contains(&text.to_lowercase().as_str())
+                .then(|| Negated { field: field.clone(), value: text.to_string() })
+        })
+    })
+}
+
+/// What asks for `keep` again after it kept what the task negates.
+pub(in crate::agent) fn negated_message(lang: Language, negated: &Negated) -> String {
+    let Negated { field, value } = negated;
+    match lang {
+        Language::En => format!(
+            "Your function keeps an item whose `{field}` is `{value}`, and the task asks about the items whose `{field}` is not `{value}`. Write `keep` again."
+        ),
+        Language::Zh => format!(
+            "你的函数保留了 `{field}` 为 `{value}` 的项，而任务问的是 `{field}` 不是 `{value}` 的项。请重写 `keep`。"
+        ),
+    }
+}
+
 /// The function asked for again, by what it returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Function {
+pub(in crate::agent) enum Function {
     /// `keep`: whether the record is one the task asks about.
     Keep,
     /// `value`: the record's number the task adds up (0 for a record left out).
@@ -71,7 +117,7 @@ pub(super) enum Function {
 }
 
 /// What asks for the function again.
-pub(super) fn message(lang: Language, missed: &Missed, function: Function) -> String {
+pub(in crate::agent) fn message(lang: Language, missed: &Missed, function: Function) -> String {
     let Missed { field, named, other } = missed;
     let none = if function == Function::Total { "0" } else { "None" };
     match (lang, function) {
@@ -119,6 +165,23 @@ mod tests {
             message(Language::En, &missed, Function::Total),
             "Your function gives a number to an item whose `role` is `viewer`, and the task asks about `admin`. Write `value` again so that it tests `role` too and returns 0 for the other items."
         );
+    }
+
+    #[test]
+    fn a_kept_record_whose_value_the_task_negates_is_found() {
+        let components: Vec<Value> = serde_json::from_str(
+            r#"[{"name":"API","status":"degraded_performance"},{"name":"Website","status":"operational"},{"name":"Sync","status":"operational"}]"#,
+        )
+        .unwrap();
+        let task = "Check status.json and tell me which components are not operational, and why if it says.";
+        let inverted = negated(task, &components, &[false, true, true]).unwrap();
+        assert_eq!(inverted, Negated { field: "status".into(), value: "operational".into() });
+        assert_eq!(
+            negated_message(Language::En, &inverted),
+            "Your function keeps an item whose `status` is `operational`, and the task asks about the items whose `status` is not `operational`. Write `keep` again."
+        );
+        assert_eq!(negated(task, &components, &[true, false, false]), None, "the right one kept");
+        assert_eq!(negated("Which components are operational?", &components, &[false, true, true]), None);
     }
 
     #[test]

@@ -24,12 +24,13 @@ use super::records::{self, Records, Shape};
 use super::{Agent, items, python};
 
 mod ask;
-mod condition;
+pub(super) mod condition;
 mod dates;
 mod notes;
 mod sections;
 
 pub(super) use ask::{Ask, ask_of};
+
 use notes::{
     dated_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note, printed_note, share_note,
     total_note,
@@ -294,6 +295,20 @@ impl Agent {
                     }
                     if kept == 0 || kept == flags.len() {
                         self.note("records_selection", &format!("the code kept {kept} of {what}; shown as they came"));
+                        return None;
+                    }
+                    if let Some(inverted) = condition::negated(task, &records.values, &flags) {
+                        let detail = format!(
+                            "the code kept a record of {what} whose `{}` is `{}`, a value the task negates",
+                            inverted.field, inverted.value
+                        );
+                        if attempt == 0 {
+                            self.note("records_selection", &format!("{detail}; asked again"));
+                            messages.push(crate::llm::Message::assistant(reply.unwrap_or_default()));
+                            messages.push(crate::llm::Message::user(condition::negated_message(lang, &inverted)));
+                            continue;
+                        }
+                        self.note("records_selection", &format!("{detail} twice; shown as they came"));
                         return None;
                     }
                     if let Some(missed) = condition::missed(task, &records.values, &flags) {

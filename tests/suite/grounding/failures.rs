@@ -440,7 +440,7 @@ async fn dara_repo() -> Harness {
     h
 }
 
-fn git_in(h: &Harness, args: &[&str]) {
+pub(super) fn git_in(h: &Harness, args: &[&str]) {
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(h.workspace())

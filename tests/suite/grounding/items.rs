@@ -185,3 +185,47 @@ async fn a_predicate_that_names_items_by_their_text_leaves_the_list_as_sent() {
     drop(daemon);
     mock.assert_clean();
 }
+
+/// A filter that leaves out a condition the task names (the admins of "which admin accounts
+/// are inactive") is asked for again, as the selection's `keep` is (`select/condition.rs`): the
+/// second filter tests the condition alone, and only what both keep reaches the answer request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_that_left_out_a_condition_the_task_names_is_asked_again_and_both_must_hold() {
+    let mock = MockLlm::start().await;
+    let port = crate::common::os::free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write(
+        "routines/audit.yaml",
+        "on: [{ webhook: { path: /hooks/audit, auth: none }}]\n\
+         prompt: \"The directory sent: {{ trigger.body }}. Which admin accounts are inactive?\"\n",
+    );
+    let daemon = p.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    mock.push_all([
+        text("```python\ndef keep(item):\n    return not item['active']\n```"),
+        text("```python\ndef keep(item):\n    return item['role'] == 'admin'\n```"),
+        text("ANSWER: bob and dave"),
+    ]);
+    let users = r#"{"users":[{"name":"alice","role":"admin","active":true},{"name":"bob","role":"admin","active":false},{"name":"carol","role":"viewer","active":false},{"name":"dave","role":"admin","active":false}]}"#;
+    let run = webhook_run(&p, port, "/hooks/audit", users, "audit").await;
+    let show = p.show(run["run_id"].as_i64().unwrap()).await;
+    assert_eq!(show["output"], "bob and dave");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the filter, the filter again, the answer");
+    assert_eq!(
+        crate::common::last_message(&reqs[1])["content"],
+        "Your function keeps an item whose `role` is `viewer`, and the task asks about `admin`. Write `keep` again so that it tests `role` too."
+    );
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(answer.contains("\"bob\"") && answer.contains("\"dave\""), "{answer}");
+    assert!(!answer.contains("alice") && !answer.contains("carol"), "{answer}");
+    assert_eq!(
+        note_details(&show, "items_filter"),
+        [
+            "the filter kept an item of `users` whose `role` is `viewer`, where the task names `admin`; asked again",
+            "the filter kept 2 of the 4 items of `users`"
+        ]
+    );
+    drop(daemon);
+    mock.assert_clean();
+}

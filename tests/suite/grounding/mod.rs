@@ -7,6 +7,7 @@ mod commands;
 mod difference;
 mod failures;
 mod first_call;
+mod git_counts;
 mod held;
 mod hygiene;
 mod items;

@@ -74,13 +74,16 @@ const STOCK: &str = "[\n  {\"product\": \"Blue mug\", \"in_stock\": 14},\n  {\"p
 
 const STOCK_PAGE: &str = "<html><body><h1>Stock</h1><table>\n<tr><th>Product</th><th>In stock</th></tr>\n<tr><td>Blue mug</td><td>14</td></tr>\n<tr><td>Red kettle</td><td>0</td></tr>\n<tr><td>Green teapot</td><td>3</td></tr>\n<tr><td>Steel spoon set</td><td>0</td></tr>\n</table><p>Prices without VAT.</p></body></html>";
 
-/// The stock as a JSON list and as an HTML table on the loopback, listed in `allowed_hosts`.
+const STATUS: &str = r#"{"components":[{"name":"API","status":"degraded_performance"},{"name":"Website","status":"operational"},{"name":"Sync","status":"operational"}],"incidents":[{"name":"Slow API responses in eu-west"}]}"#;
+
+/// The stock as a JSON list and as an HTML table, and a status page, on the loopback, listed in `allowed_hosts`.
 async fn stock_site() -> std::net::SocketAddr {
     use axum::http::header::CONTENT_TYPE;
     use axum::routing::get;
     let app = axum::Router::new()
         .route("/stock.json", get(|| async { ([(CONTENT_TYPE, "application/json")], STOCK) }))
-        .route("/stock.html", get(|| async { ([(CONTENT_TYPE, "text/html")], STOCK_PAGE) }));
+        .route("/stock.html", get(|| async { ([(CONTENT_TYPE, "text/html")], STOCK_PAGE) }))
+        .route("/status.json", get(|| async { ([(CONTENT_TYPE, "application/json")], STATUS) }));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -133,4 +136,40 @@ async fn the_rows_of_a_table_on_a_page_are_selected_from_by_their_columns() {
     let (code, answer) = out_of_stock("/stock.html", "item['In stock'] == 0").await;
     assert!(code.contains("The rows of `") && code.contains("{\"In stock\":14,\"Product\":\"Blue mug\"}"), "{code}");
     assert!(answer.contains("Product | In stock\nRed kettle | 0\nSteel spoon set | 0"), "{answer}");
+}
+
+/// "Which components are not operational": the local model's `keep` was `item['status'] !=
+/// 'degraded_performance'`, which keeps the operational ones, and the answer named them
+/// (bench/README.md, stop 41). A kept record whose value the task negates sends `keep` back
+/// once; the answer request then shows the degraded component, and the incident beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_keep_that_keeps_what_the_task_negates_is_asked_again() {
+    let addr = stock_site().await;
+    let url = format!("http://{addr}/status.json");
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
+    p.write(
+        "routines/status.yaml",
+        &format!(
+            "prompt: Check {url} and tell me which components are not operational, and why if it says.\nagent: {{ tools: [http_request] }}\n"
+        ),
+    );
+    mock.push_all([
+        tool_call("http_request", json!({"url": url, "method": "GET"})),
+        text("```python\ndef keep(item):\n    return item['status'] != 'degraded_performance'\n```"),
+        text("```python\ndef keep(item):\n    return item['status'] != 'operational'\n```"),
+        text("ANSWER: API: degraded performance (slow API responses in eu-west)."),
+    ]);
+    let o = p.run_async(["run", "status", "--json"]).await;
+    assert_eq!(o.json()["output"], "API: degraded performance (slow API responses in eu-west).", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "the call, the code, the code again, the answer");
+    assert_eq!(
+        super::last_text(&reqs[2]),
+        "Your function keeps an item whose `status` is `operational`, and the task asks about the items whose `status` is not `operational`. Write `keep` again."
+    );
+    let answer = crate::common::content(&reqs[3], 1);
+    assert!(answer.contains("degraded_performance") && answer.contains("Slow API responses"), "{answer}");
+    assert!(!answer.contains("Website") && !answer.contains("Sync"), "{answer}");
+    mock.assert_clean();
 }

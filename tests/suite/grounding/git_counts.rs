@@ -1,0 +1,56 @@
+//! A count of commits answered in the turn, without the number the engine reads from the log
+//! (`agent/capped.rs`): the answer is asked from the evidence, with the count stated.
+
+use serde_json::json;
+
+use super::failures::{git_agent, git_in};
+use super::notes;
+use crate::common::Harness;
+use crate::common::mock_llm::{text, tool_call};
+
+/// The local model, shown Ana Lima's three commits by `git log --stat '--author=Ana Lima'`,
+/// answered "1" in the turn and that was delivered (bench/README.md, stop 41). Against a real
+/// repository of three commits by Ana and one by Ben, the answer is asked from the evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_of_commits_that_is_not_the_logs_is_asked_from_the_evidence() {
+    let h = Harness::new().await;
+    git_in(&h, &["init", "-q", "-b", "main"]);
+    for (n, who) in ["Ana Lima", "Ben Okafor", "Ana Lima", "Ana Lima"].iter().enumerate() {
+        h.write(&format!("f{n}.txt"), "x\n");
+        git_in(&h, &["add", "."]);
+        let name = format!("user.name={who}");
+        git_in(&h, &["-c", &name, "-c", "user.email=dev@example.com", "commit", "-q", "-m", &format!("Change {n}")]);
+    }
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "git log --stat '--author=Ana Lima'"})),
+        text("1"),
+        text("ANSWER: Ana Lima has made 3 commits."),
+    ]);
+    let mut agent = git_agent(&h, "ana");
+    let reply = agent.process_message("How many commits has Ana Lima made in this repository?").await.unwrap();
+    assert_eq!(reply, "Ana Lima has made 3 commits.");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 3);
+    let answer = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("(`git log --stat '--author=Ana Lima'` shows 3 commits.)"), "{answer}");
+    assert_eq!(notes(&h), ["commits_count_reask", "answer_from_evidence"]);
+}
+
+/// An answer that already says the log's count is taken as it is: no selection over the log's
+/// lines either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_of_commits_that_is_the_logs_is_taken() {
+    let h = Harness::new().await;
+    git_in(&h, &["init", "-q", "-b", "main"]);
+    for n in 0..2 {
+        h.write(&format!("f{n}.txt"), "x\n");
+        git_in(&h, &["add", "."]);
+        git_in(&h, &["-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", "c"]);
+    }
+    h.mock.push_all([tool_call("shell", json!({"command": "git log"})), text("There are 2 commits.")]);
+    let mut agent = git_agent(&h, "count");
+    let reply = agent.process_message("How many commits are there in this repository?").await.unwrap();
+    assert_eq!(reply, "There are 2 commits.");
+    assert_eq!(h.mock.requests().len(), 2);
+    assert!(notes(&h).is_empty(), "{:?}", notes(&h));
+}
