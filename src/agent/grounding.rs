@@ -412,6 +412,20 @@ fn fix(call: &CallRecord) -> Option<String> {
     {
         return Some(super::events::shell_call(&joined));
     }
+    // An option left without its value at the end of the command (`git log -1 --author`, which
+    // the 1.5B model wrote twice for "who made the last change", bench/README.md, stop 41): the
+    // command without it, from the call's own words, when the command said it needs a value.
+    if call.tool == "shell"
+        && call.status == ToolStatus::Failed
+        && (call.result.contains("requires a value") || call.result.contains("requires an argument"))
+        && let Some(argv) = shell_argv(call)
+        && let [rest @ .., last] = &argv[..]
+        && last.starts_with('-')
+        && !last.contains('=')
+        && rest.len() >= 2
+    {
+        return Some(super::events::shell_call(&shell_words::join(rest)));
+    }
     let (wanted, instead) = crate::tools::near_path(head)?;
     call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))
 }

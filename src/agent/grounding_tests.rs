@@ -154,6 +154,30 @@ fn a_format_split_into_words_goes_back_as_the_command_with_it_joined() {
 }
 
 #[test]
+fn an_option_left_without_its_value_goes_back_as_the_command_without_it() {
+    let git = CallRecord {
+        tool: "shell".into(),
+        arguments: r#"{"command":"git log -1 --oneline --author"}"#.into(),
+        status: ToolStatus::Failed,
+        result: "[failed] exit code 128\n[partial output]\nfatal: Option '--author' requires a value".into(),
+    };
+    assert_eq!(fix(&git).as_deref(), Some(r#"shell {"command":"git log -1 --oneline"}"#));
+    let grep = CallRecord {
+        arguments: r#"{"command":"grep -c ERROR app.log -e"}"#.into(),
+        result: "[failed] exit code 2\n[partial output]\ngrep: option requires an argument -- 'e'".into(),
+        ..git.clone()
+    };
+    assert_eq!(fix(&grep).as_deref(), Some(r#"shell {"command":"grep -c ERROR app.log"}"#));
+    // A failure that says nothing of a value, or a command that does not end with an option.
+    let other = CallRecord { result: "[failed] exit code 128\nfatal: bad revision".into(), ..git.clone() };
+    assert_eq!(fix(&other), None);
+    let valued = CallRecord { arguments: r#"{"command":"git log --author=Ana"}"#.into(), ..git.clone() };
+    assert_eq!(fix(&valued), None);
+    let alone = CallRecord { arguments: r#"{"command":"ls -l"}"#.into(), ..git };
+    assert_eq!(fix(&alone), None, "nothing would be left to run but the command");
+}
+
+#[test]
 fn a_failure_whose_result_names_the_exact_call_sends_only_that_call() {
     let call = |tool: &str, arguments: &str, result: &str| CallRecord {
         tool: tool.into(),

@@ -74,9 +74,19 @@ pub(super) fn window(task: &str) -> Option<Window> {
     task.contains("今天").then(|| day("midnight", None, "今天"))
 }
 
-/// `n units ago` as git reads it.
+/// `n units ago` as git reads it, with dots for spaces (`24.hours.ago`): a command that needs
+/// no quotes is one the model copies whole (it dropped a quote of `'--since=yesterday.midnight'`).
 fn ago(n: u32, unit: &str) -> String {
-    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
+    format!("{n}.{unit}{}.ago", if n == 1 { "" } else { "s" })
+}
+
+/// The words of a command line, quoted only where the shell needs it.
+fn join(argv: &[String]) -> String {
+    let plain = |w: &String| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:%,@+".contains(c));
+    argv.iter()
+        .map(|w| if plain(w) { w.clone() } else { shell_words::quote(w).into_owned() })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A count written in digits or words (English or Chinese).
@@ -140,10 +150,24 @@ pub(super) fn uncut(task: &str, calls: &[CallRecord]) -> Option<Uncut> {
     }
     let log = logs.into_iter().next()?;
     let mut argv = log.limit().map_or_else(|| log.argv.clone(), |(_, rest)| rest);
+    // A filter whose value is the window's own word (`--author='Yesterday'`, the 1.5B model's
+    // way to ask for yesterday's commits) is the time asked in the wrong place: left out.
+    let window_words: Vec<String> = window
+        .words
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 && !["the", "last", "past", "since"].contains(w))
+        .map(str::to_string)
+        .collect();
+    let filters = ["--author=", "--committer=", "--grep="];
+    argv.retain(|a| {
+        let value = filters.iter().find_map(|f| a.strip_prefix(f)).map(str::to_lowercase);
+        value.is_none_or(|v| !window_words.iter().any(|w| v.contains(w.as_str())))
+    });
     let mut options = vec![format!("--since={}", window.since)];
     options.extend(window.until.iter().map(|u| format!("--until={u}")));
     argv.splice(log.log + 1..log.log + 1, options);
-    Some(Uncut { cut: shell_words::join(&argv), command: log.command, window })
+    Some(Uncut { cut: join(&argv), command: log.command, window })
 }
 
 /// The turn's calls without the `git log`s not cut by date, once one that is cut ran, for a
@@ -189,15 +213,15 @@ mod tests {
     #[test]
     fn the_windows_a_task_names_are_read_as_git_reads_dates() {
         let since = |t: &str| window(t).map(|w| (w.since, w.until));
-        assert_eq!(since("List the commit messages from the last 24 hours."), Some(("24 hours ago".into(), None)));
-        assert_eq!(since("How many commits were made in the past week?"), Some(("1 week ago".into(), None)));
-        assert_eq!(since("What changed over the last two days?"), Some(("2 days ago".into(), None)));
-        assert_eq!(since("Commits of the last day"), Some(("1 day ago".into(), None)));
+        assert_eq!(since("List the commit messages from the last 24 hours."), Some(("24.hours.ago".into(), None)));
+        assert_eq!(since("How many commits were made in the past week?"), Some(("1.week.ago".into(), None)));
+        assert_eq!(since("What changed over the last two days?"), Some(("2.days.ago".into(), None)));
+        assert_eq!(since("Commits of the last day"), Some(("1.day.ago".into(), None)));
         assert_eq!(since("What was committed today?"), Some(("midnight".into(), None)));
         assert_eq!(since("What was merged since yesterday?"), Some(("yesterday.midnight".into(), None)));
         assert_eq!(since("Who committed yesterday?"), Some(("yesterday.midnight".into(), Some("midnight".into()))));
-        assert_eq!(since("列出最近24小时的提交"), Some(("24 hours ago".into(), None)));
-        assert_eq!(since("过去七天有多少个提交？"), Some(("7 days ago".into(), None)));
+        assert_eq!(since("列出最近24小时的提交"), Some(("24.hours.ago".into(), None)));
+        assert_eq!(since("过去七天有多少个提交？"), Some(("7.days.ago".into(), None)));
         assert_eq!(since("今天有哪些提交？"), Some(("midnight".into(), None)));
         assert_eq!(since("Who made the last commit?"), None, "the last commit is no window");
         assert_eq!(since("What changed in the last release?"), None);
@@ -207,13 +231,20 @@ mod tests {
     fn an_uncut_log_goes_back_cut_to_the_window_without_its_limit() {
         let task = "List the commit messages from the last 24 hours.";
         let u = uncut(task, &[shell("git log -3 --oneline")]).unwrap();
-        assert_eq!(u.cut, "git log '--since=24 hours ago' --oneline");
+        assert_eq!(u.cut, "git log --since=24.hours.ago --oneline");
         assert_eq!(
             message(Language::En, &u),
-            r#"The task asks about the last 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log '--since=24 hours ago' --oneline"}"#
+            r#"The task asks about the last 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log --since=24.hours.ago --oneline"}"#
         );
         let y = uncut("Which commits were made yesterday?", &[shell("git --no-pager log --format=%s")]).unwrap();
-        assert_eq!(y.cut, "git --no-pager log '--since=yesterday.midnight' '--until=midnight' '--format=%s'");
+        assert_eq!(y.cut, "git --no-pager log --since=yesterday.midnight --until=midnight --format=%s");
+        let author = uncut("Who made commits yesterday?", &[shell("git log -3 --stat --author='Yesterday'")]).unwrap();
+        assert_eq!(
+            author.cut, "git log --since=yesterday.midnight --until=midnight --stat",
+            "the window's word as a filter"
+        );
+        let kept = uncut(task, &[shell("git log -5 '--author=Ana Lima' --format='%h %s'")]).unwrap();
+        assert_eq!(kept.cut, "git log --since=24.hours.ago '--author=Ana Lima' '--format=%h %s'");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! A count of commits answered in the turn, without the number the engine reads from the log
-//! (`agent/capped.rs`): the answer is asked from the evidence, with the count stated.
+//! Git reports the model gets wrong: a count of commits answered in the turn without the
+//! number the engine reads from the log (`agent/capped.rs`) is asked from the evidence, with
+//! the count stated; an option left without its value goes back as the command without it
+//! (`agent/grounding.rs`). Against real repositories.
 
 use serde_json::json;
 
@@ -53,4 +55,37 @@ async fn a_count_of_commits_that_is_the_logs_is_taken() {
     assert_eq!(reply, "There are 2 commits.");
     assert_eq!(h.mock.requests().len(), 2);
     assert!(notes(&h).is_empty(), "{:?}", notes(&h));
+}
+
+/// `git log -1 --oneline --author` (the local model's command for "who made the last change",
+/// twice, bench/README.md, stop 41) fails for want of a value; the failure goes back with the
+/// command without that option, which runs against the real repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_option_left_without_its_value_goes_back_as_the_command_without_it() {
+    let h = Harness::new().await;
+    git_in(&h, &["init", "-q", "-b", "main"]);
+    h.write("a.txt", "x\n");
+    git_in(&h, &["add", "."]);
+    git_in(
+        &h,
+        &["-c", "user.name=Lukas Weber", "-c", "user.email=l@example.com", "commit", "-q", "-m", "Fix tax rounding"],
+    );
+    h.mock.push_all([
+        tool_call("shell", json!({"command": "git log -1 --oneline --author"})),
+        text("The command needs a value for --author."),
+        tool_call("shell", json!({"command": "git log -1 --oneline"})),
+        text("Fix tax rounding"),
+    ]);
+    let mut agent = git_agent(&h, "last");
+    let reply = agent.process_message("What was the last change?").await.unwrap();
+    assert_eq!(reply, "Fix tax rounding");
+    let reqs = h.mock.requests();
+    assert_eq!(reqs.len(), 4);
+    assert_eq!(
+        super::last_text(&reqs[2]),
+        r#"Your last tool call failed. Call this instead: shell {"command":"git log -1 --oneline"}"#
+    );
+    let shown = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(shown.ends_with(" Fix tax rounding\n"), "the real log ran: {shown}");
+    assert_eq!(notes(&h), ["failed_check_reask"]);
 }

@@ -46,7 +46,7 @@ async fn a_git_log_not_cut_to_the_window_the_task_names_goes_back_cut_to_it() {
             (2 * HOUR, "Add rate limit to API"),
         ],
     );
-    let cut = "git log '--since=24 hours ago' --oneline";
+    let cut = "git log --since=24.hours.ago --oneline";
     h.mock.push_all([
         tool_call("shell", json!({"command": "git log -3 --oneline"})),
         text("Bump version to 2.3, Fix login redirect loop, Add rate limit to API"),
@@ -60,7 +60,7 @@ async fn a_git_log_not_cut_to_the_window_the_task_names_goes_back_cut_to_it() {
     assert_eq!(reqs.len(), 4);
     assert_eq!(
         last_text(&reqs[2]),
-        r#"The task asks about the last 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log '--since=24 hours ago' --oneline"}"#
+        r#"The task asks about the last 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log --since=24.hours.ago --oneline"}"#
     );
     assert_eq!(reqs[2]["tool_choice"], "required");
     let shown = crate::common::content(&reqs[3], 5);
