@@ -130,6 +130,18 @@ pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
     Some(Newest { command, hash, author, date, subject })
 }
 
+/// What names the call that shows a file's history, for a turn that ran `git log` without the
+/// file the task names: the 1.5B model, asked who last changed `billing.py`, ran `git log -1
+/// --oneline --author` twice and, told to use the file, ran it a third time (bench/README.md,
+/// stop 41). The default format shows each commit's author and date.
+pub(super) fn history_call(lang: Language, file: &str) -> String {
+    let call = super::events::shell_call(&format!("git log -- {}", shell_words::quote(file)));
+    match lang {
+        Language::En => format!("Its history in git: call this: {call}"),
+        Language::Zh => format!("它在 git 中的历史：调用这个：{call}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

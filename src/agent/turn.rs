@@ -484,7 +484,14 @@ impl Agent {
         }
         let all = [files.existing.as_slice(), files.missing.as_slice()].concat().join(", ");
         self.note("named_files_reask", &format!("the task names {all} and no tool call used it; asked for one"));
-        Some(named::message(self.opts.language, &files))
+        let message = named::message(self.opts.language, &files);
+        // Where the turn was reading a git log, the file's own history is the call to make.
+        match (&files.existing[..], calls.iter().any(|c| super::git_log::git_log(c).is_some())) {
+            ([file], true) if files.missing.is_empty() => {
+                Some(format!("{message} {}", super::git_log::history_call(self.opts.language, file)))
+            }
+            _ => Some(message),
+        }
     }
 
     /// The answer to a call that acts (a write, a stored memory) and is not run, in routine

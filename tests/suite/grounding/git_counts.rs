@@ -89,3 +89,53 @@ async fn an_option_left_without_its_value_goes_back_as_the_command_without_it() 
     assert!(shown.ends_with(" Fix tax rounding\n"), "the real log ran: {shown}");
     assert_eq!(notes(&h), ["failed_check_reask"]);
 }
+
+/// A turn that read a git log without the file the task names is told that file's history as
+/// the call to make (the local model ran `git log -1 --oneline --author` three times for "who
+/// made the last change to billing.py", bench/README.md, stop 41); against a real repository
+/// whose last commit touched another file, the history names the file's own last author.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_git_log_without_the_file_the_task_names_is_followed_by_that_files_history() {
+    let mock = crate::common::mock_llm::MockLlm::start().await;
+    let p = crate::common::Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/who.yaml",
+        "prompt: Who made the last change to billing.py?\nagent: { tools: [shell], allow_commands: [git] }\n",
+    );
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(p.path())
+            .env("HOME", p.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q", "-b", "main"]);
+    for (file, who, message) in
+        [("billing.py", "Lukas Weber", "Fix tax rounding"), ("docs.md", "Tom Berg", "Typo in docs")]
+    {
+        p.write(file, "x\n");
+        git(&["add", file]);
+        git(&["-c", &format!("user.name={who}"), "-c", "user.email=dev@example.com", "commit", "-q", "-m", message]);
+    }
+    let last = || tool_call("shell", json!({"command": "git log -1 --oneline"}));
+    mock.push_all([
+        last(),
+        last(),
+        tool_call("shell", json!({"command": "git log -- billing.py"})),
+        text("Lukas Weber"),
+    ]);
+    let o = p.run_async(["run", "who", "--json"]).await;
+    assert_eq!(o.json()["output"], "Lukas Weber", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "{}", o.stdout);
+    assert_eq!(
+        super::last_text(&reqs[2]),
+        r#"The task names `billing.py`, but no tool call has used it yet. Read it (or do with it what the task says) with a tool now. Then answer from what the tools return. Its history in git: call this: shell {"command":"git log -- billing.py"}"#
+    );
+    let shown = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(shown.contains("Author: Lukas Weber") && !shown.contains("Tom Berg"), "the real history: {shown}");
+    mock.assert_clean();
+}
