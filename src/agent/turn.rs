@@ -269,11 +269,11 @@ impl Agent {
                     && !silence(text)
                 {
                     let looked = calls_made.iter().any(|c| c.status == ToolStatus::Success);
+                    // A count of commits that says the log's count has nothing to select.
                     let commits = super::capped::miscounted(message, &calls_made, text);
                     let why = if commits == Some(true) {
                         Some(("commits_count_reask", "the turn answered a count of commits that is not the log's"))
                     } else if commits.is_none() && super::select::reask(message, &calls_made, text) {
-                        // (A count that says the log's count of commits has nothing to select.)
                         Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
                     } else if super::difference::note(message, &calls_made, lang).is_some() {
                         Some(("difference_reask", "the turn answered which lines of one list the other lacks itself"))

@@ -441,14 +441,7 @@ async fn dara_repo() -> Harness {
 }
 
 pub(super) fn git_in(h: &Harness, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(h.workspace())
-        .env("HOME", h.workspace())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    super::git(&h.workspace(), args, &[]);
 }
 
 /// `git log --author=Dara Singh` (the local model's command for "how many commits has Ana Lima

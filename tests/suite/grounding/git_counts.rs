@@ -102,16 +102,7 @@ async fn a_git_log_without_the_file_the_task_names_is_followed_by_that_files_his
         "routines/who.yaml",
         "prompt: Who made the last change to billing.py?\nagent: { tools: [shell], allow_commands: [git] }\n",
     );
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(p.path())
-            .env("HOME", p.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
+    let git = |args: &[&str]| super::git(p.path(), args, &[]);
     git(&["init", "-q", "-b", "main"]);
     for (file, who, message) in
         [("billing.py", "Lukas Weber", "Fix tax rounding"), ("docs.md", "Tom Berg", "Typo in docs")]

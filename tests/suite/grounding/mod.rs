@@ -63,6 +63,20 @@ fn last_text(req: &Value) -> String {
     crate::common::last_message(req)["content"].as_str().unwrap_or_default().to_string()
 }
 
+/// Runs `git` with `args` in `dir` (its own `HOME`, no system config) and `env` set, and
+/// requires it to succeed: the repositories the git tests run against.
+fn git(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The kinds of the notes recorded, in order.
 fn notes(h: &Harness) -> Vec<&'static str> {
     h.events

@@ -51,20 +51,15 @@ async fn the_last_change_in_a_git_log_is_named_as_the_newest_commit() {
         "prompt: Who made the last change to billing.py?\nagent: { tools: [shell], allow_commands: [git] }\n",
     );
     let git = |args: &[&str], author: &str, date: &str| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(p.path())
-            .env("HOME", p.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", author)
-            .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-            .env("GIT_COMMITTER_NAME", author)
-            .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-            .env("GIT_AUTHOR_DATE", date)
-            .env("GIT_COMMITTER_DATE", date)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let env = [
+            ("GIT_AUTHOR_NAME", author),
+            ("GIT_AUTHOR_EMAIL", "dev@example.com"),
+            ("GIT_COMMITTER_NAME", author),
+            ("GIT_COMMITTER_EMAIL", "dev@example.com"),
+            ("GIT_AUTHOR_DATE", date),
+            ("GIT_COMMITTER_DATE", date),
+        ];
+        super::git(p.path(), args, &env);
     };
     git(&["init", "-q", "-b", "main"], "x", "2026-11-20T10:00:00Z");
     for (author, date, content, message) in [

@@ -10,12 +10,8 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const ORDERS: &str = "[\n  {\"id\": 101, \"status\": \"shipped\", \"amount\": 40.00},\n  {\"id\": 102, \"status\": \"pending\", \"amount\": 15.50},\n  {\"id\": 103, \"status\": \"shipped\", \"amount\": 22.25},\n  {\"id\": 104, \"status\": \"cancelled\", \"amount\": 99.00},\n  {\"id\": 105, \"status\": \"shipped\", \"amount\": 10.00}\n]\n";
 
-/// "The total amount of the shipped orders": the local model's `value` returned every order's
-/// amount, and the engine's sum of all five (186.75) was delivered (bench/README.md, stop 41).
-/// Told which record it counted, the model's second function tests the status, and the sum
-/// the answer request states is the shipped orders' alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_value_that_counts_records_the_task_leaves_out_is_asked_for_again() {
+/// A project whose routine `shipped` asks for the total of the shipped orders in `orders.json`.
+async fn shipped() -> (MockLlm, Routines) {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write(
@@ -23,6 +19,16 @@ async fn a_value_that_counts_records_the_task_leaves_out_is_asked_for_again() {
         "prompt: What is the total amount of the shipped orders in orders.json?\nagent: { tools: [file_read] }\n",
     )
     .write("orders.json", ORDERS);
+    (mock, p)
+}
+
+/// "The total amount of the shipped orders": the local model's `value` returned every order's
+/// amount, and the engine's sum of all five (186.75) was delivered (bench/README.md, stop 41).
+/// Told which record it counted, the model's second function tests the status, and the sum
+/// the answer request states is the shipped orders' alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_that_counts_records_the_task_leaves_out_is_asked_for_again() {
+    let (mock, p) = shipped().await;
     mock.push_all([
         tool_call("file_read", json!({"path": "orders.json"})),
         text("```python\ndef value(item: dict) -> float:\n    return item['amount']\n```"),
@@ -47,13 +53,7 @@ async fn a_value_that_counts_records_the_task_leaves_out_is_asked_for_again() {
 /// sum is stated, rather than a wrong one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_value_that_counts_them_twice_states_no_sum() {
-    let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
-    p.write(
-        "routines/shipped.yaml",
-        "prompt: What is the total amount of the shipped orders in orders.json?\nagent: { tools: [file_read] }\n",
-    )
-    .write("orders.json", ORDERS);
+    let (mock, p) = shipped().await;
     let all = "```python\ndef value(item: dict) -> float:\n    return item['amount']\n```";
     mock.push_all([
         tool_call("file_read", json!({"path": "orders.json"})),

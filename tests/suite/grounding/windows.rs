@@ -12,20 +12,15 @@ use crate::common::mock_llm::{text, tool_call};
 /// A repository whose commits were made `ago` (seconds before now) with the given messages.
 fn repo(h: &Harness, commits: &[(i64, &str)]) {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    let git = |args: &[&str], at: Option<i64>| {
-        let mut cmd = std::process::Command::new("git");
-        cmd.args(args).current_dir(h.workspace()).env("HOME", h.workspace()).env("GIT_CONFIG_NOSYSTEM", "1");
-        if let Some(at) = at {
-            cmd.env("GIT_AUTHOR_DATE", format!("@{at} +0000")).env("GIT_COMMITTER_DATE", format!("@{at} +0000"));
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    git(&["init", "-q", "-b", "main"], None);
+    let dir = h.workspace();
+    super::git(&dir, &["init", "-q", "-b", "main"], &[]);
     for (n, (ago, message)) in commits.iter().enumerate() {
         h.write(&format!("f{n}.txt"), "x\n");
-        git(&["add", "."], None);
-        git(&["-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", message], Some(now - ago));
+        super::git(&dir, &["add", "."], &[]);
+        let at = format!("@{} +0000", now - ago);
+        let env = [("GIT_AUTHOR_DATE", at.as_str()), ("GIT_COMMITTER_DATE", at.as_str())];
+        let commit = ["-c", "user.name=A", "-c", "user.email=a@example.com", "commit", "-q", "-m", message];
+        super::git(&dir, &commit, &env);
     }
 }
 
