@@ -351,7 +351,8 @@ impl Agent {
         match super::hygiene::settle(&super::evidence::answer_of(&reply), &known) {
             // Asked to quote the lines found, an answer that holds none of them gets them under it.
             super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() && cut => {
-                Some(super::quoted::with_lines(&text, &task.task, &calls, lang))
+                let whole: Vec<&str> = looked.iter().map(|c| c.result.as_str()).collect();
+                Some(super::quoted::with_lines(&text, &task.task, &calls, &whole, lang))
             }
             super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => Some(text),
             _ => None,

@@ -95,6 +95,9 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
 pub(super) struct SentBack {
     /// A failed look (after an answer, or repeated with nothing in hand).
     pub(super) failure: bool,
+    /// The calls sent as fixes of failed ones ("Call this instead: ..."), at most two different
+    /// ones per turn: a refused pipe's one command can fail on its path in turn.
+    pub(super) fixes: Vec<String>,
     /// A file read only in part, after a silent answer.
     pub(super) part: bool,
     /// A count over a `git log` whose limit cut its output (`capped.rs`).
@@ -109,6 +112,31 @@ pub(super) struct SentBack {
 }
 
 impl SentBack {
+    /// Whether the last of `calls` failed with a result that names the call that works, one
+    /// not sent yet (at most two per turn).
+    pub(super) fn fixable(&self, calls: &[CallRecord]) -> bool {
+        last_failure(calls, false)
+            .and_then(|f| f.fix)
+            .is_some_and(|fix| self.fixes.len() < 2 && !self.fixes.contains(&fix))
+    }
+
+    /// The fix of the last failed call ([`SentBack::fixable`]) as what a reply that was no
+    /// answer gets back: the note's kind and text, and the message; marks it sent.
+    pub(super) fn fix_back(
+        &mut self,
+        calls: &[CallRecord],
+        lang: Language,
+    ) -> Option<(&'static str, &'static str, String)> {
+        let failure = last_failure(calls, false)?;
+        let fix = failure.fix.clone()?;
+        if self.fixes.len() >= 2 || self.fixes.contains(&fix) {
+            return None;
+        }
+        self.failure = true;
+        self.fixes.push(fix);
+        Some(("failed_check_reask", "sent the call that the failure names", failure_message(lang, &failure)))
+    }
+
     /// Whether an answer of a routine turn (`silent`: the silent token) goes back to the model
     /// once, with the tools, because it may rest on a look that did not show the task's facts:
     /// after a failed look, when the failure says which path was meant or that the command was
@@ -124,8 +152,12 @@ impl SentBack {
         silent: bool,
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
-        if let Some(mut failure) = (!self.failure).then(|| last_failure(calls, silent)).flatten() {
+        let fresh = |f: &Failure| f.fix.as_ref().is_some_and(|fix| self.fixes.len() < 2 && !self.fixes.contains(fix));
+        if let Some(mut failure) = last_failure(calls, silent).filter(|f| !self.failure || fresh(f)) {
             self.failure = true;
+            if let Some(fix) = &failure.fix {
+                self.fixes.push(fix.clone());
+            }
             if self.file_read {
                 failure.print_all = None;
             }

@@ -120,7 +120,22 @@ fn web_addresses(text: &str) -> Vec<String> {
 /// reading the `stock.txt` the task names is a made-up fact recorded (the 1.5B model's first
 /// call, held to a tool, did that, and the next run compared with it).
 pub(super) fn unread_before(task: &str, calls: &[CallRecord], ctx: &ToolContext, arguments: &str) -> Vec<String> {
-    unused(task, calls, ctx, false).existing.into_iter().filter(|f| !arguments.contains(f.as_str())).collect()
+    // The file a write or an edit names by its `path`, not a content that mentions it ("The
+    // version in the VERSION file is 1.2.3", stored before VERSION was read).
+    let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+    let path = args.get("path").and_then(|p| p.as_str()).unwrap_or_default();
+    let target = path.trim_start_matches("./");
+    unused(task, calls, ctx, false)
+        .existing
+        .into_iter()
+        .filter(|f| target.is_empty() || (target != f.trim_start_matches("./") && !path.ends_with(&format!("/{f}"))))
+        .collect()
+}
+
+/// The paths the routine's own words name (outside any fenced data), as [`path_words`] finds
+/// them: what a write may be told to use instead of a path of the model's.
+pub(super) fn own_paths(task: &str) -> Vec<String> {
+    path_words(&outside_data(task))
 }
 
 /// What a held write gets back: not run, read the files first.
@@ -183,7 +198,41 @@ fn path_words(text: &str) -> Vec<String> {
             }
         }
     }
+    for word in bare_names(text) {
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
     words
+}
+
+/// Words of `text` that name a file without a dot or a slash: one right before or after the
+/// word "file" ("the VERSION file", "file Makefile", "VERSION 文件"), or one in capitals of three
+/// letters or more (`VERSION`, `LICENSE`). Only a file of that name that exists is ever used
+/// ([`unused`]); the 1.5B model stored "1.2.3" in memory before reading "the VERSION file".
+fn bare_names(text: &str) -> Vec<String> {
+    // Split where a path could not go on, so `TODO.md` stays one word (a path, not this one's).
+    let tokens: Vec<&str> = text
+        .split(|c: char| !(c.is_alphanumeric() || "_-./".contains(c)))
+        .map(|t| t.trim_end_matches('.'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let name = |t: &str| {
+        t.len() <= 64
+            && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && t.chars().any(|c| c.is_ascii_alphabetic())
+    };
+    let file_word = |t: &str| ["file", "文件"].contains(&t.to_lowercase().as_str());
+    let mut out: Vec<String> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let beside = (i > 0 && file_word(tokens[i - 1])) || tokens.get(i + 1).is_some_and(|n| file_word(n));
+        let capitals =
+            t.chars().filter(char::is_ascii_uppercase).count() >= 3 && !t.chars().any(|c| c.is_ascii_lowercase());
+        if name(t) && !file_word(t) && (beside || capitals) && !out.iter().any(|o| o == t) {
+            out.push((*t).to_string());
+        }
+    }
+    out
 }
 
 /// The message that names the files and asks for the call that uses them.
@@ -241,6 +290,11 @@ mod tests {
             "addresses and numbers are not paths; words that are not files drop out on disk"
         );
         assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
+        assert_eq!(
+            path_words("Check the version in the VERSION file, then file Makefile; see LICENSE. NO_REPLY"),
+            ["VERSION", "then", "Makefile", "LICENSE", "NO_REPLY"],
+            "bare names beside `file` or in capitals; only those on disk count"
+        );
         assert_eq!(path_words("Count the files in docs/ and in data/raw."), ["docs", "data/raw"]);
     }
 

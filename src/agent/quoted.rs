@@ -24,17 +24,30 @@ fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether `answer` holds any of `lines`: shares a word with one that `task` does not use.
-fn holds_any(answer: &str, task: &str, lines: &[&str]) -> bool {
+/// Whether `answer` holds each of `lines`: shares a word with it that `task` does not use, and,
+/// where the line has names of its own (a word with a letter that no other line of `whole`,
+/// the results the lines were found in, holds: `invoices` in `invoices  4310`), one of them.
+/// "queues.txt has 4310 messages" shares `4310` with that line and leaves out which queue it is.
+fn holds_each(answer: &str, task: &str, lines: &[&str], whole: &[&str]) -> bool {
     let task = words(task);
     let answer = words(answer);
-    lines.iter().flat_map(|l| words(l)).any(|w| !task.contains(&w) && answer.contains(&w))
+    let others: Vec<Vec<String>> = whole.iter().flat_map(|r| r.lines()).map(words).collect();
+    lines.iter().all(|line| {
+        let own: Vec<String> = words(line).into_iter().filter(|w| !task.contains(w)).collect();
+        let names: Vec<&String> = own
+            .iter()
+            .filter(|w| w.chars().any(char::is_alphabetic))
+            .filter(|w| others.iter().filter(|o| o.contains(w)).count() <= 1)
+            .collect();
+        own.iter().any(|w| answer.contains(w)) && (names.is_empty() || names.iter().any(|n| answer.contains(n)))
+    })
 }
 
-/// `answer`, with the lines of `calls` under it when it holds none of them.
-pub(super) fn with_lines(answer: &str, task: &str, calls: &[CallRecord], lang: Language) -> String {
+/// `answer`, with the lines of `calls` under it when it does not hold each of them
+/// ([`holds_each`]; `whole` are the results the lines were cut from).
+pub(super) fn with_lines(answer: &str, task: &str, calls: &[CallRecord], whole: &[&str], lang: Language) -> String {
     let lines: Vec<&str> = calls.iter().flat_map(|c| c.result.lines()).filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() || holds_any(answer, task, &lines) {
+    if lines.is_empty() || holds_each(answer, task, &lines, whole) {
         return answer.to_string();
     }
     let label = match lang {
@@ -77,24 +90,48 @@ mod tests {
 
     const TASK: &str = "Look through var/backup.log and tell me if any backup had failed files.";
     const LINE: &str = "2026-11-27 02:07:13 backup done: 88 files, 4 failed";
+    const LOG: &str =
+        "2026-11-26 02:05:40 backup done: 90 files, 0 failed\n2026-11-27 02:07:13 backup done: 88 files, 4 failed\n";
 
     #[test]
     fn an_answer_that_quotes_no_line_gets_them_under_it() {
         let answer = "Yes, there were failed files in the backup log.";
         assert_eq!(
-            with_lines(answer, TASK, &[read(LINE)], Language::En),
+            with_lines(answer, TASK, &[read(LINE)], &[LOG], Language::En),
             format!("{answer}\n\nThe lines this rests on:\n{LINE}")
         );
         let many: String = (0..12).map(|i| format!("line {i} failed\n")).collect();
-        let out = with_lines(answer, TASK, &[read(&many)], Language::Zh);
+        let out = with_lines(answer, TASK, &[read(&many)], &[&many], Language::Zh);
         assert!(out.ends_with("line 9 failed\n（另有 2 行）"), "{out}");
     }
 
     #[test]
     fn an_answer_that_holds_a_word_of_a_line_stays_as_it_is() {
         for answer in ["The backup at 02:07:13 had 4 failed files.", "88 files were backed up and 4 failed.", "4%"] {
-            assert_eq!(with_lines(answer, TASK, &[read(LINE)], Language::En), answer);
+            assert_eq!(with_lines(answer, TASK, &[read(LINE)], &[LOG], Language::En), answer);
         }
-        assert_eq!(with_lines("Nothing.", TASK, &[read("\n")], Language::En), "Nothing.");
+        assert_eq!(with_lines("Nothing.", TASK, &[read("\n")], &[], Language::En), "Nothing.");
+    }
+
+    #[test]
+    fn an_answer_that_leaves_out_the_name_of_a_line_gets_them_under_it() {
+        let task = "Look at queues.txt. If any queue has more than 1000 messages, tell me which one and how many.";
+        let whole = "queue        messages\nemails       120\ninvoices     4310\nwebhooks     870\n";
+        let line = "invoices     4310";
+        let answer = "queues.txt has 4310 messages, which is more than 1000.";
+        assert_eq!(
+            with_lines(answer, task, &[read(line)], &[whole], Language::En),
+            format!("{answer}\n\nThe lines this rests on:\n{line}")
+        );
+        let named = "The invoices queue has 4310 messages.";
+        assert_eq!(with_lines(named, task, &[read(line)], &[whole], Language::En), named);
+        let df = "Filesystem Size Use% Mounted on\n/dev/sda1 50G 44% /\n/dev/sdb1 200G 94% /var/lib/postgresql\n";
+        let line = "/dev/sdb1 200G 94% /var/lib/postgresql";
+        let task = "Read df.txt. Tell me about any filesystem that is more than 90% full.";
+        assert_eq!(
+            with_lines("/dev/sdb1", task, &[read(line)], &[df], Language::En),
+            "/dev/sdb1",
+            "a name of the line is one of its names"
+        );
     }
 }

@@ -70,8 +70,9 @@ impl Agent {
         let mut sent =
             grounding::SentBack { file_read: specs.iter().any(|s| s.name == "file_read"), ..Default::default() };
         let mut named_sent = false;
-        // A write made before the files the task names were read is held back once per turn.
-        let mut held_sent = false;
+        // A write made before the files the task names were read is held back once per turn, and
+        // so is a copy (`write_check.rs`).
+        let mut held_sent = HeldSent::default();
         // The next request asks for the answer from the evidence (routine turns).
         let mut from_evidence = false;
         // The next request requires a tool call (a failed look sent back must be looked again;
@@ -191,6 +192,26 @@ impl Agent {
                 let answer = match named {
                     Some(kept) if !answer.trim().is_empty() && (answers_payload || !silent) => {
                         self.cover_items(kept, &request.messages, &content, answer, &mut stats).await
+                    }
+                    // A silence beside the records the task's own selection kept from a tool
+                    // result is not believed: the 1.5B model answered `NO_REPLY` over the one row
+                    // of a status page kept as not operational. The report is asked naming them.
+                    Some(kept) if silent && !answers_payload => {
+                        self.note(
+                            "silence_over_selection",
+                            &format!(
+                                "a silent answer beside {} records the task asks about; asked to name them",
+                                kept.values.len()
+                            ),
+                        );
+                        let report =
+                            self.cover_items(kept, &request.messages, &content, String::new(), &mut stats).await;
+                        let token = self.routine.as_ref().and_then(|r| r.silent_token.as_deref()).unwrap_or_default();
+                        if report.trim().is_empty() || report.contains(token) {
+                            answer
+                        } else {
+                            report.trim().to_string()
+                        }
                     }
                     _ => answer,
                 };
@@ -315,6 +336,19 @@ impl Agent {
                         return Err(AgentError::NoAnswer(bad));
                     }
                     Err(_) if last => break,
+                    // A reply that is no answer right after a failed call whose result names the
+                    // call that works: that call is sent (the local model described a command in
+                    // words after `logs/app.log` was not there and `app.log` was, and was then
+                    // asked for an answer it had no result for; bench/README.md, stop 42).
+                    Err(bad) if self.routine.is_some() && sent.fixable(&calls_made) => {
+                        if let Some((kind, note, message)) = sent.fix_back(&calls_made, lang) {
+                            self.note(kind, &format!("{}; {note}", bad.describe()));
+                            pending = Some(message);
+                            look_again = true;
+                            (spent, withhold) = (Vec::new(), false);
+                        }
+                        continue;
+                    }
                     Err(bad) => {
                         self.note(bad.note_kind(), &format!("{}; asked once more", bad.describe()));
                         asked = Some(bad);
@@ -350,18 +384,27 @@ impl Agent {
                 }
             }
             for call in &calls {
-                let held = match held_sent {
-                    false => self.held_write(message, call, &calls_made, &ctx, first, &specs, &mut stats).await,
+                let held = if held_sent.any() {
                     // A held guess made again over what was written since is never run.
-                    true => write_check::stale(&call.name, &call.arguments, &calls_made).map(|stale| {
+                    write_check::stale(&call.name, &call.arguments, &calls_made).map(|stale| {
                         self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
                         write_check::message(self.opts.language, &stale, None)
-                    }),
+                    })
+                } else {
+                    None
                 };
+                let held = match held {
+                    Some(text) => Some(text),
+                    None => {
+                        self.held_write(message, call, &calls_made, &ctx, first, &specs, &mut held_sent, &mut stats)
+                            .await
+                    }
+                };
+                // A write elsewhere than the file the task names is held every time.
+                let held = held.or_else(|| self.held_elsewhere(message, call));
                 let (text, outcome) = match held {
                     Some(text) => {
                         // The model then announced the read in words instead of making it.
-                        held_sent = true;
                         look_again = true;
                         self.record_held(call, &text)
                     }
@@ -508,38 +551,59 @@ impl Agent {
         ctx: &crate::tools::ToolContext,
         first: FirstCallRule,
         specs: &[ToolSpec],
+        sent: &mut HeldSent,
         stats: &mut TurnStats,
     ) -> Option<String> {
         let acts = specs.iter().find(|t| t.name == call.name).is_some_and(|t| self.acts(t));
         if self.routine.is_none() || first == FirstCallRule::Free || !acts {
             return None;
         }
-        if let Some(held) = write_check::held(task, &call.name, &call.arguments, calls) {
+        if let Some(held) = (!sent.copy).then(|| write_check::held(task, &call.name, &call.arguments, calls)).flatten()
+        {
+            sent.copy = true;
             let (why, selected) = match &held {
-                write_check::Held::Copy { source, at } => {
+                write_check::Held::Copy { source, at } | write_check::Held::Column { source, at } => {
                     let one = std::slice::from_ref(&calls[*at]);
                     let selected = self.select_as(task, super::select::Ask::Which, one, stats).await;
-                    (format!("its content is {source} as read"), selected.map(|s| s.result))
+                    let why = if matches!(held, write_check::Held::Copy { .. }) {
+                        format!("its content is {source} as read")
+                    } else {
+                        format!("its content names every line of {source}")
+                    };
+                    (why, selected.map(|s| s.result))
                 }
+                write_check::Held::Elsewhere { .. } => return None,
                 write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
                 write_check::Held::Stale(_) => (STALE.to_string(), None),
             };
             self.note("write_held", &format!("{}: {why}; not run", call.name));
             return Some(write_check::message(self.opts.language, &held, selected.as_deref()));
         }
-        if !self.asks_for_named(first, specs) {
+        if sent.unread || !self.asks_for_named(first, specs) {
             return None;
         }
         let files = named::unread_before(task, calls, ctx, &call.arguments);
         if files.is_empty() {
             return None;
         }
+        sent.unread = true;
         let list = files.join(", ");
         self.note(
             "write_held",
             &format!("{} came before the task's {list} was read; not run, asked to read first", call.name),
         );
         Some(named::held_message(self.opts.language, &files))
+    }
+
+    /// The answer to a `file_write` of a routine turn to a path other than the file the task
+    /// names (`write_check::elsewhere_held`); noted.
+    fn held_elsewhere(&self, task: &str, call: &ToolCall) -> Option<String> {
+        self.routine.as_ref()?;
+        let held = write_check::elsewhere_held(task, &call.name, &call.arguments)?;
+        if let write_check::Held::Elsewhere { named, .. } = &held {
+            self.note("write_held", &format!("{}: the task names {named} to write; not run", call.name));
+        }
+        Some(write_check::message(self.opts.language, &held, None))
     }
 
     /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,
@@ -694,6 +758,21 @@ impl Agent {
 }
 
 /// Why a stale write is not run, for the run's notes.
+/// The holds of a turn's writes sent so far, each kind once per turn (`Agent::held_write`).
+#[derive(Debug, Default, Clone, Copy)]
+struct HeldSent {
+    /// A copy, a list of every line, or a receipt (`write_check::held`).
+    copy: bool,
+    /// A write before the files the task names were read (`named::unread_before`).
+    unread: bool,
+}
+
+impl HeldSent {
+    fn any(self) -> bool {
+        self.copy || self.unread
+    }
+}
+
 const STALE: &str = "it repeats a write made before the reads, over the write made from them";
 
 fn clip(text: &str, max: usize) -> String {

@@ -24,6 +24,13 @@ pub(super) enum Held {
     Copy { source: String, at: usize },
     /// The content is what an earlier write returned.
     Receipt(String),
+    /// The content names every line of the earlier call `at`'s result (the first field of each:
+    /// `test_login` of `test_login .... PASSED`), where the task asks about some of them.
+    Column { source: String, at: usize },
+    /// The write goes to `path`, the file `named` of the task's own words put in a folder the
+    /// task does not name (`reports/failing.txt` for "into failing.txt"); `call` is the same
+    /// call with the named path, written as the model writes one.
+    Elsewhere { named: String, path: String, call: String },
     /// The call is, word for word, one the turn did not run before (made before the task's
     /// files were read), and the path it names has been written since: the guess made before
     /// reading, written over what was written from the reads. The path.
@@ -54,15 +61,82 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]
     }
     // A read of the file being written is that file's edit (an entry added to a journal).
     let reads_target = |c: &CallRecord| target.is_some() && path_of(c) == target;
-    let at = calls.iter().position(|c| {
-        c.status == ToolStatus::Success
-            && c.tool != tool
-            && !reads_target(c)
-            && copies(content, crate::tools::without_range(&c.result))
-    })?;
-    let args: serde_json::Value = serde_json::from_str(&calls[at].arguments).unwrap_or_default();
-    let source = ["path", "command"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()));
-    Some(Held::Copy { source: source.unwrap_or(&calls[at].tool).to_string(), at })
+    let source_of = |at: usize| {
+        let args: serde_json::Value = serde_json::from_str(&calls[at].arguments).unwrap_or_default();
+        let source = ["path", "command"].iter().find_map(|k| args.get(*k).and_then(|v| v.as_str()).map(str::to_string));
+        source.unwrap_or_else(|| calls[at].tool.clone())
+    };
+    let whole = |c: &CallRecord| copies(content, crate::tools::without_range(&c.result));
+    let column = |c: &CallRecord| !says_all(task) && copies_column(content, crate::tools::without_range(&c.result));
+    for (kind, test) in [(0, &whole as &dyn Fn(&CallRecord) -> bool), (1, &column)] {
+        let found =
+            calls.iter().position(|c| c.status == ToolStatus::Success && c.tool != tool && !reads_target(c) && test(c));
+        if let Some(at) = found {
+            let source = source_of(at);
+            return Some(if kind == 0 { Held::Copy { source, at } } else { Held::Column { source, at } });
+        }
+    }
+    None
+}
+
+/// [`Held::Elsewhere`] for a `file_write` with `arguments` to a path other than the one the task
+/// names ([`elsewhere`]). Unlike the holds of [`held`], every time: a write elsewhere is never
+/// the write the task asks for (the 1.5B model made it again after being told).
+pub(super) fn elsewhere_held(task: &str, tool: &str, arguments: &str) -> Option<Held> {
+    if tool != "file_write" {
+        return None;
+    }
+    let mut args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let target = normal(args.get("path")?.as_str()?);
+    let (named, path) = elsewhere(task, &target)?;
+    // The model's own call with the path the task names: told only where to write, the 1.5B
+    // model made the same call four times; "call this instead" is what it follows.
+    args["path"] = serde_json::Value::String(named.clone());
+    Some(Held::Elsewhere { named, path, call: format!("{tool} {args}") })
+}
+
+/// The file of the task's own words that a write to `target` was meant for, when `target` is
+/// that file put in a folder the task does not name: `(named, target)`. The 1.5B model wrote
+/// `reports/failing.txt` for "from reports/tests.txt into failing.txt".
+fn elsewhere(task: &str, target: &str) -> Option<(String, String)> {
+    let own = super::named::own_paths(task);
+    if own.iter().any(|p| normal(p) == target) {
+        return None;
+    }
+    let named = own.iter().find(|w| w.contains('.') && !w.contains('/') && target.ends_with(&format!("/{w}")))?;
+    let folder = &target[..target.len() - named.len() - 1];
+    // "Write the summary into reports/ as summary.txt": the folder is named too.
+    if own.iter().any(|p| normal(p) == folder) {
+        return None;
+    }
+    Some((named.clone(), target.to_string()))
+}
+
+/// Whether the task asks for all the records ("the names of all tests", "every host").
+fn says_all(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    ["all", "every", "each", "everything"].iter().any(|w| words.contains(w))
+        || ["所有", "全部", "每"].iter().any(|w| lower.contains(w))
+}
+
+/// Whether `content` names every line of `read` by its first field: each written line is how
+/// a line of the read begins, up to a space or punctuation (`test_login` of `test_login ....
+/// PASSED`), they cover at least four in five of the read's lines, in its order. The model
+/// asked for "the failing tests" wrote the name of every test.
+fn copies_column(content: &str, read: &str) -> bool {
+    let written: Vec<&str> = content.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let source: Vec<&str> = read.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if source.len() < MIN_LINES || written.len() < MIN_LINES {
+        return false;
+    }
+    let begins = |line: &str, field: &str| {
+        line.strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_whitespace() || ",;:|.=".contains(c)))
+    };
+    let at: Vec<Option<usize>> = written.iter().map(|w| source.iter().position(|l| begins(l, w))).collect();
+    let found: Vec<usize> = at.iter().flatten().copied().collect();
+    found.len() == written.len() && found.windows(2).all(|p| p[0] < p[1]) && found.len() * 5 >= source.len() * 4
 }
 
 /// [`Held::Stale`] when the call with `arguments` is one the turn did not run, made again
@@ -144,6 +218,24 @@ pub(super) fn message(lang: Language, held: &Held, selected: Option<&str>) -> St
         ),
         (Language::Zh, Held::Copy { source, .. }, None) => {
             format!("未执行：这段内容就是读到的 `{source}`，一行不差，而任务并没有要求复制。只写入任务要求的内容。")
+        }
+        (Language::En, Held::Column { source, .. }, Some(lines)) => format!(
+            "not run: this content names every line of `{source}`, and the task asks about some of them. These are the lines of `{source}` that the task asks about:\n{lines}\nWrite what the task asks for about them."
+        ),
+        (Language::Zh, Held::Column { source, .. }, Some(lines)) => format!(
+            "未执行：这段内容列出了 `{source}` 的每一行，而任务只问其中一部分。`{source}` 中任务所问的是这些行：\n{lines}\n请按任务要求写入它们的内容。"
+        ),
+        (Language::En, Held::Column { source, .. }, None) => format!(
+            "not run: this content names every line of `{source}`, and the task asks about some of them. Write only what the task asks for."
+        ),
+        (Language::Zh, Held::Column { source, .. }, None) => {
+            format!("未执行：这段内容列出了 `{source}` 的每一行，而任务只问其中一部分。只写入任务要求的内容。")
+        }
+        (Language::En, Held::Elsewhere { named, path, call }, _) => format!(
+            "not run: the task names `{named}` as the file to write, and this call writes `{path}`. Call this instead: {call}"
+        ),
+        (Language::Zh, Held::Elsewhere { named, path, call }, _) => {
+            format!("未执行：任务指定要写入的文件是 `{named}`，而这次调用写的是 `{path}`。改为这样调用：{call}")
         }
         (Language::En, Held::Receipt(receipt), _) => format!(
             "not run: this content is what your earlier write returned (`{receipt}`), not what the task asks to write. That write is done."
@@ -269,5 +361,49 @@ mod tests {
             message(Language::En, &Held::Stale("out/errors.txt".into()), None),
             "not run: this is the write you made before the task's files were read, and `out/errors.txt` has since been written from what they say. That write is done: give your final answer."
         );
+    }
+
+    #[test]
+    fn a_write_that_names_every_line_of_a_read_is_held_unless_the_task_asks_for_all() {
+        let tests = "test_login ........ PASSED\ntest_checkout ..... FAILED\ntest_refund ....... PASSED\ntest_pdf .......... FAILED\n";
+        let read = [call("file_read", serde_json::json!({ "path": "reports/tests.txt" }), tests)];
+        let names =
+            serde_json::json!({ "path": "failing.txt", "content": "test_login\ntest_checkout\ntest_refund\ntest_pdf" });
+        let task = "Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.";
+        assert_eq!(
+            held(task, "file_write", &names.to_string(), &read),
+            Some(Held::Column { source: "reports/tests.txt".into(), at: 0 })
+        );
+        let all = "Write the names of all tests from reports/tests.txt into names.txt.";
+        assert_eq!(held(all, "file_write", &names.to_string(), &read), None, "all of them asked");
+        let some = serde_json::json!({ "path": "failing.txt", "content": "test_checkout\ntest_pdf" });
+        assert_eq!(held(task, "file_write", &some.to_string(), &read), None, "the ones asked");
+    }
+
+    #[test]
+    fn a_write_to_the_named_file_in_a_folder_the_task_does_not_name_is_held() {
+        let task = "Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.";
+        let write = |path: &str| serde_json::json!({ "path": path, "content": "test_checkout" }).to_string();
+        let held_at = elsewhere_held(task, "file_write", &write("reports/failing.txt"));
+        let call = r#"file_write {"content":"test_checkout","path":"failing.txt"}"#;
+        assert_eq!(
+            held_at,
+            Some(Held::Elsewhere {
+                named: "failing.txt".into(),
+                path: "reports/failing.txt".into(),
+                call: call.into()
+            })
+        );
+        assert_eq!(
+            message(Language::En, held_at.as_ref().unwrap(), None),
+            format!(
+                "not run: the task names `failing.txt` as the file to write, and this call writes `reports/failing.txt`. Call this instead: {call}"
+            )
+        );
+        assert_eq!(elsewhere_held(task, "file_write", &write("failing.txt")), None);
+        assert_eq!(elsewhere_held(task, "file_write", &write("./failing.txt")), None);
+        assert_eq!(elsewhere_held(task, "file_edit", &write("reports/failing.txt")), None, "writes only");
+        let folder = "Write the summary into reports/ as summary.txt.";
+        assert_eq!(elsewhere_held(folder, "file_write", &write("reports/summary.txt")), None, "the folder is named");
     }
 }

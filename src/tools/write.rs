@@ -109,8 +109,14 @@ impl Tool for FileEdit {
             let count = text.matches(&args.old_string).count();
             match count {
                 0 => {
+                    let near = lines_sharing_a_word(&text, &args.old_string);
+                    let shown = if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!(". The lines that share a word with it:\n{}", near.join("\n"))
+                    };
                     return Err(ToolError::failed(format!(
-                        "old_string was not found in {}; read the file and copy the text exactly",
+                        "old_string was not found in {}; read the file and copy the text exactly{shown}",
                         args.path
                     )));
                 }
@@ -166,6 +172,25 @@ fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
     }
 }
 
+/// The lines of `text` (at most three, each cut at 200 characters) that share a word of three
+/// letters or more with `wanted`, ignoring case: what an edit whose `old_string` is not in the
+/// file most likely meant. The 1.5B model sent `debug mode on` for `  debug: true`, twice, after
+/// reading the file (bench/README.md, stop 42).
+fn lines_sharing_a_word(text: &str, wanted: &str) -> Vec<String> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let wanted = words(wanted);
+    text.lines()
+        .filter(|l| words(l).iter().any(|w| wanted.contains(w)))
+        .take(3)
+        .map(|l| if l.chars().count() > 200 { l.chars().take(200).collect() } else { l.to_string() })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +232,18 @@ mod tests {
         assert_eq!(
             FileEdit.call(e("w = 9", "w = 0"), &c).await.unwrap_err(),
             ToolError::failed("old_string was not found in a.txt; read the file and copy the text exactly")
+        );
+        std::fs::write(root.join("config.yaml"), "app:\n  name: shop\n  debug: true\n  port: 8080\n").unwrap();
+        let edit = FileEditArgs {
+            path: "config.yaml".into(),
+            old_string: "debug mode on".into(),
+            new_string: "debug mode off".into(),
+        };
+        assert_eq!(
+            FileEdit.call(edit, &c).await.unwrap_err(),
+            ToolError::failed(
+                "old_string was not found in config.yaml; read the file and copy the text exactly. The lines that share a word with it:\n  debug: true"
+            )
         );
         assert_eq!(
             FileEdit.call(e("y = 1", "y = 5"), &c).await.unwrap(),

@@ -12,6 +12,8 @@ pub(crate) enum Ask {
     Most,
     /// The sum of a number over them (objects and rows only).
     Total,
+    /// The mean of a number over them ("the average response time"; lines alike count too).
+    Average,
     /// What share of them, as a percentage (the lines of a text count too).
     Share,
     /// How many different values of something they hold (the lines of a text count too).
@@ -37,9 +39,9 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
         "highest", "largest", "biggest", "greatest", "maximum", "longest", "warmest", "hottest", "fastest", "busiest",
         "most", "newest",
     ];
-    const ZH_LEAST: [&str; 6] = ["最少", "最低", "最小", "最便宜", "最短", "最早"];
+    const ZH_LEAST: [&str; 7] = ["最少", "最低", "最小", "最便宜", "最短", "最早", "最先"];
     const ZH_MOST: [&str; 5] = ["最多", "最高", "最大", "最贵", "最长"];
-    if LEAST.iter().any(|w| has(w)) || ZH_LEAST.iter().any(|w| phrase(w)) {
+    if LEAST.iter().any(|w| has(w)) || ZH_LEAST.iter().any(|w| phrase(w)) || first_to_come(&words) {
         return Some(Ask::Least);
     }
     if MOST.iter().any(|w| has(w)) || ZH_MOST.iter().any(|w| phrase(w)) {
@@ -48,8 +50,13 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
     if last_asked(&lower) {
         return Some(Ask::Last);
     }
-    // An amount in Chinese says 多少 too ("总额是多少"): the amount's word decides.
-    if ["总额", "总和", "合计", "总计", "总金额"].iter().any(|p| phrase(p)) {
+    // "The average response time": the 1.5B model answered 100 for 120, 80, 200 and 100.
+    if ["average", "mean", "avg"].iter().any(|w| has(w)) || phrase("平均") {
+        return Some(Ask::Average);
+    }
+    // An amount in Chinese says 多少 too ("总额是多少", "销售额一共是多少"): the amount's word decides.
+    let zh_sum = ["一共", "总共", "加起来"].iter().any(|p| phrase(p)) && lower.contains('额');
+    if zh_sum || ["总额", "总和", "合计", "总计", "总金额"].iter().any(|p| phrase(p)) {
         return Some(Ask::Total);
     }
     // A share or a number of different values is asked with a count's words ("how many
@@ -91,6 +98,18 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
         return Some(Ask::Total);
     }
     None
+}
+
+/// Whether a question asks which comes first in time among things that expire, fall due or
+/// renew ("which certificate expires first", "what is due next"): the earliest date, which the
+/// 1.5B model took to be the one with the most days left.
+fn first_to_come(words: &[&str]) -> bool {
+    const EVENTS: [&str; 12] =
+        ["expire", "expires", "expiring", "due", "renew", "renews", "ends", "end", "runs", "run", "lapse", "lapses"];
+    let asked = words.iter().any(|w| ["which", "what", "who"].contains(w));
+    asked
+        && words.iter().any(|w| EVENTS.contains(w))
+        && words.iter().any(|w| ["first", "soonest", "next", "sooner"].contains(w))
 }
 
 /// Whether a question asks for the last of something: "what was the last error", "when was the

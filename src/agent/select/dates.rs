@@ -9,6 +9,7 @@
 
 use std::sync::LazyLock;
 
+use crate::config::Language;
 use regex::Regex;
 
 static ISO: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b(\d{4})-(\d{2})-(\d{2})\b").ok());
@@ -151,6 +152,68 @@ pub(super) fn hint(task: &str, shown: &str) -> Option<String> {
             "The task's date{same} is '{iso}' as the records write dates. Dates written YYYY-MM-DD compare as text: \
              find the record's date with `re.search(r\"\\d{{4}}-\\d{{2}}-\\d{{2}}\", ...)` and compare it with '{iso}'."
         )
+    })
+}
+
+/// For a pick of the first or the last in time ("which certificate expires first", "the oldest
+/// backup", "the newest release"), where each of `lines` holds exactly one `YYYY-MM-DD` date
+/// (with a time or not): the line with the earliest date (the latest, `most`) and that date as
+/// the number `YYYYMMDDhhmmss`. Asked which certificate expires first, the 1.5B model's `value`
+/// returned the days since each date, and the latest one was named (bench/README.md, stop 42).
+pub(super) fn by_time(task: &str, lines: &[String], most: bool) -> Option<(usize, f64)> {
+    const TIME: [&str; 10] =
+        ["earliest", "oldest", "first", "soonest", "sooner", "next", "newest", "latest", "recent", "youngest"];
+    const ZH_TIME: [&str; 4] = ["最早", "最先", "最新", "最晚"];
+    let lower = task.to_lowercase();
+    let timed = lower.split(|c: char| !c.is_alphanumeric()).any(|w| TIME.contains(&w))
+        || ZH_TIME.iter().any(|w| task.contains(w));
+    if !timed || lines.len() < 2 {
+        return None;
+    }
+    static STAMP: LazyLock<Option<Regex>> =
+        LazyLock::new(|| Regex::new(r"\b(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?").ok());
+    let stamp = STAMP.as_ref()?;
+    let mut best: Option<(usize, f64)> = None;
+    for (at, line) in lines.iter().enumerate() {
+        let mut found = stamp.captures_iter(line);
+        let c = found.next()?;
+        if found.next().is_some() {
+            return None;
+        }
+        let part = |i: usize| c.get(i).map_or(Some(0.0), |m| m.as_str().parse::<f64>().ok());
+        let (y, mo, d, h, mi, s) = (part(1)?, part(2)?, part(3)?, part(4)?, part(5)?, part(6)?);
+        let value = ((((y * 100.0 + mo) * 100.0 + d) * 100.0 + h) * 100.0 + mi) * 100.0 + s;
+        if best.is_none_or(|(_, b)| if most { value > b } else { value < b }) {
+            best = Some((at, value));
+        }
+    }
+    best
+}
+
+/// For a task that asks in how many days a date comes ("expires first, and in how many
+/// days"), the days from `today` to the date the engine picked (`value`: the date as the
+/// number `YYYYMMDDhhmmss`, `harness.rs`), as a sentence of the note; `None` when the task does
+/// not ask for days or the number is no date.
+pub(super) fn days_note(lang: Language, task: &str, value: f64, today: chrono::NaiveDate) -> Option<String> {
+    let lower = task.to_lowercase();
+    let asks = ["how many days", "in how many days", "how long until", "how long before", "days left", "days until"]
+        .iter()
+        .any(|p| lower.contains(p))
+        || ["多少天", "几天"].iter().any(|p| task.contains(p));
+    if !asks || !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    let whole = value as i64 / 1_000_000;
+    let (y, m, d) = (whole / 10_000, (whole / 100) % 100, whole % 100);
+    let date = chrono::NaiveDate::from_ymd_opt(i32::try_from(y).ok()?, u32::try_from(m).ok()?, u32::try_from(d).ok()?)?;
+    let days = (date - today).num_days();
+    let iso = date.format("%Y-%m-%d");
+    let today = today.format("%Y-%m-%d");
+    Some(match (lang, days) {
+        (Language::En, 0..) => format!("({iso} is {days} days after today, {today}.)"),
+        (Language::En, _) => format!("({iso} was {} days before today, {today}.)", -days),
+        (Language::Zh, 0..) => format!("（{iso} 在今天 {today} 之后 {days} 天。）"),
+        (Language::Zh, _) => format!("（{iso} 在今天 {today} 之前 {} 天。）", -days),
     })
 }
 

@@ -24,16 +24,23 @@ use super::records::{self, Records, Shape};
 use super::{Agent, items, python};
 
 mod ask;
+mod checklist;
 pub(super) mod condition;
 mod dates;
+mod harness;
 mod notes;
+mod phrase;
 mod sections;
+mod status_class;
 
 pub(super) use ask::{Ask, ask_of};
 
+use harness::{KEY, VALUE, Values};
+use phrase::{absent_literals, none_kept, task_phrase};
+
 use notes::{
-    dated_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note, printed_note, share_note,
-    total_note,
+    average_note, boxes_note, dated_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note,
+    printed_note, share_note, status_note, total_note,
 };
 
 /// The wall-clock limit of one run of the model's function over all records.
@@ -41,72 +48,16 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// How many tokens the function may take.
 const CODE_TOKENS: u32 = 300;
 
-/// Runs the model's `value` on every record and prints one line: `{"values": [...], "dates":
-/// bool}`, a number per record (`null` where it raised or gave no number). A date or a text that
-/// holds one (`"2026-11-09"`, `db-2026-11-09.tar.gz`, a `datetime`) counts as the number
-/// `YYYYMMDDhhmmss`, which orders as the dates do, and `dates` says so: asked which backup is
-/// the oldest, the model returns the date it reads in the name.
-const VALUE: &str = r#"import datetime, json, math, re, sys
-with open(sys.argv[2], encoding="utf-8") as f:
-    items = json.load(f)
-value = define(sys.argv[1], "value.py")["value"]
-DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2})(?::(\d{2}))?)?")
-dates = False
-def dated(v):
-    global dates
-    y, mo, d, h, mi, s = (int(x) if x else 0 for x in DATE.search(v).groups())
-    dates = True
-    return float(((((y * 100 + mo) * 100 + d) * 100 + h) * 100 + mi) * 100 + s)
-# The model writes `float(match.group())` over a date: its `float` and `int` take one too.
-def lenient(kind):
-    def convert(v=0, *rest):
-        if isinstance(v, str) and not rest and DATE.fullmatch(v.strip()):
-            return kind(dated(v.strip()))
-        return kind(v, *rest)
-    return convert
-value.__globals__["float"] = lenient(float)
-value.__globals__["int"] = lenient(int)
-def number(item):
-    try:
-        v = value(item)
-        if isinstance(v, bool):
-            return None
-        if isinstance(v, (datetime.date, datetime.datetime)):
-            v = v.isoformat()
-        if isinstance(v, str) and DATE.search(v):
-            return dated(v)
-        v = float(v)
-    except Exception:
-        return None
-    return v if math.isfinite(v) else None
-values = [number(i) for i in items]
-sys.stdout.write("\n" + json.dumps({"values": values, "dates": dates}) + "\n")
-"#;
-
-/// What [`VALUE`] prints.
-#[derive(serde::Deserialize)]
-struct Values {
-    values: Vec<Option<f64>>,
-    dates: bool,
+/// Which of the engine's own rules kept records without a model call.
+#[derive(Clone, Copy)]
+enum Rule {
+    /// A date the task compares with (`dates.rs`).
+    Date,
+    /// The boxes of a task list (`checklist.rs`).
+    Box,
+    /// A class of HTTP statuses (`status_class.rs`).
+    Status,
 }
-
-/// Runs the model's `key` on every record and prints one line: a JSON list of strings, `null`
-/// where it raised or gave nothing.
-const KEY: &str = r#"import json, sys
-with open(sys.argv[2], encoding="utf-8") as f:
-    items = json.load(f)
-key = define(sys.argv[1], "key.py")["key"]
-def text(item):
-    try:
-        v = key(item)
-    except Exception:
-        return None
-    if v is None or isinstance(v, bool):
-        return None
-    v = str(v).strip()
-    return v[:200] or None
-sys.stdout.write("\n" + json.dumps([text(i) for i in items]) + "\n")
-"#;
 
 /// The records chosen for the answer request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,14 +117,20 @@ impl Agent {
         let shown = records.shown()?;
         let source = source_of(&calls[call]);
         let name = match ask {
-            Ask::Least | Ask::Most | Ask::Total => "value",
+            Ask::Least | Ask::Most | Ask::Total | Ask::Average => "value",
             Ask::Distinct => "key",
             Ask::Count | Ask::Which | Ask::Share | Ask::Last => "keep",
         };
         // A date the task compares with is compared by the engine.
         if matches!(ask, Ask::Count | Ask::Which | Ask::Share) {
             let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
-            if let Some((phrase, flags)) = dates::by_date(task, &lines) {
+            let by_date = dates::by_date(task, &lines).map(|(phrase, flags)| (phrase, flags, Rule::Date));
+            let by_rule = by_date
+                .or_else(|| {
+                    checklist::by_box(task, &lines).map(|(phrase, flags)| (phrase.to_string(), flags, Rule::Box))
+                })
+                .or_else(|| status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status)));
+            if let Some((phrase, flags, rule)) = by_rule {
                 let kept = flags.iter().filter(|f| **f).count();
                 let some = kept > 0 && kept < flags.len();
                 let named = (ask == Ask::Which && some).then(|| {
@@ -183,10 +140,37 @@ impl Agent {
                         text: at.iter().map(|&i| records.line(i)).collect(),
                     }
                 });
-                let note = dated_note(self.opts.language, records.shape, &source, &phrase, kept, flags.len());
+                let lang = self.opts.language;
+                let of = flags.len();
+                let note = match rule {
+                    // A share is the engine's percentage whatever kept the records.
+                    _ if ask == Ask::Share => share_note(lang, records.shape, &source, kept, of),
+                    Rule::Date => dated_note(lang, records.shape, &source, &phrase, kept, of),
+                    Rule::Box => boxes_note(lang, &source, &phrase, kept, of),
+                    Rule::Status => status_note(lang, records.shape, &source, &phrase, kept, of),
+                };
                 let result = if some { records.keep(&flags) } else { calls[call].result.clone() };
-                self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
+                let by = match rule {
+                    Rule::Date => "date",
+                    Rule::Box => "task-list box",
+                    Rule::Status => "status class",
+                };
+                self.note("records_selection", &format!("the {} of `{source}` by {by}: {note}", noun(records.shape)));
                 return Some(Selected { call, result, note, kept: named });
+            }
+        }
+        // The first or the last in time of records that each hold one date is the engine's pick.
+        if matches!(ask, Ask::Least | Ask::Most) {
+            let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
+            if let Some((best, value)) = dates::by_time(task, &lines, ask == Ask::Most) {
+                let lang = self.opts.language;
+                let mut note = extreme_note(lang, records.shape, &source, ask, None, &lines[best], records.len());
+                let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
+                if let Some(days) = dates::days_note(lang, task, value, today) {
+                    note = format!("{note} {days}");
+                }
+                self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
+                return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
             }
         }
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
@@ -355,7 +339,7 @@ impl Agent {
                         kept: named,
                     }
                 }
-                Ask::Least | Ask::Most | Ask::Total => {
+                Ask::Least | Ask::Most | Ask::Total | Ask::Average => {
                     let values = serde_json::from_str::<Values>(last).ok().filter(|v| v.values.len() == records.len());
                     let Some(Values { values, dates }) = values.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
@@ -402,24 +386,45 @@ impl Agent {
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
+                    if ask == Ask::Average {
+                        let Some((mean, counted)) = average(&values).filter(|_| !dates) else {
+                            self.note(
+                                "records_selection",
+                                &format!("{what} were not averaged: fewer than two numbers"),
+                            );
+                            return None;
+                        };
+                        let note = average_note(
+                            lang,
+                            records.shape,
+                            &source,
+                            mean,
+                            (counted, records.len()),
+                            &calls[call].result,
+                        );
+                        let selected = Selected { call, result: calls[call].result.clone(), note, kept: None };
+                        self.note("records_selection", &format!("{what}: {}", selected.note));
+                        return Some(selected);
+                    }
                     let Some((best, value)) = extreme(&values, ask == Ask::Most) else {
                         self.note("records_selection", &format!("{what} were not compared: fewer than two numbers"));
                         return None;
                     };
-                    Selected {
-                        call,
-                        result: calls[call].result.clone(),
-                        note: extreme_note(
-                            lang,
-                            records.shape,
-                            &source,
-                            ask,
-                            (!dates).then_some(value),
-                            &records.line(best),
-                            records.len(),
-                        ),
-                        kept: None,
+                    let mut note = extreme_note(
+                        lang,
+                        records.shape,
+                        &source,
+                        ask,
+                        (!dates).then_some(value),
+                        &records.line(best),
+                        records.len(),
+                    );
+                    // "In how many days": the days from today to the date picked, counted by the engine.
+                    let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
+                    if let Some(days) = dates.then(|| dates::days_note(lang, task, value, today)).flatten() {
+                        note = format!("{note} {days}");
                     }
+                    Selected { call, result: calls[call].result.clone(), note, kept: None }
                 }
             };
             self.note("records_selection", &format!("{what}: {}", selected.note));
@@ -427,129 +432,6 @@ impl Agent {
         }
         None
     }
-}
-
-/// What asks once more for a `keep` that kept nothing, naming the strings of its code that
-/// occur in none of the records shown (the model tested for `timeout` where the lines say
-/// `timed out`, and asked again without being told, wrote the same function).
-fn none_kept(shape: Shape, absent: &[String]) -> String {
-    let noun = noun(shape);
-    let why = match absent {
-        [] => String::new(),
-        some => format!(
-            ": none of them contains {}",
-            some.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or ")
-        ),
-    };
-    format!(
-        "Your function returned False for every one of the {noun}{why}. Write it again: test for words or values exactly \
-         as the {noun} above write them."
-    )
-}
-
-/// Words of a task that say nothing about which lines it means.
-const STOP_WORDS: [&str; 40] = [
-    "the",
-    "and",
-    "how",
-    "many",
-    "much",
-    "what",
-    "which",
-    "are",
-    "were",
-    "was",
-    "for",
-    "with",
-    "that",
-    "this",
-    "these",
-    "those",
-    "from",
-    "according",
-    "file",
-    "files",
-    "line",
-    "lines",
-    "log",
-    "logs",
-    "count",
-    "number",
-    "there",
-    "have",
-    "has",
-    "had",
-    "did",
-    "does",
-    "its",
-    "their",
-    "them",
-    "they",
-    "all",
-    "any",
-    "into",
-    "you",
-];
-
-/// For a count over the lines of a text whose model-written `keep` kept nothing twice: the
-/// longest run of the task's own words (one to three, English) that some lines but not all hold
-/// as words of their own, ignoring case, and which lines hold it. A single word is also tried
-/// without a plural `s` (`errors` finds `ERROR`). `None` when no run tells lines apart.
-///
-/// Why: asked how many requests "timed out", the model tests for `timeout` and, told that no
-/// line holds it, writes the same test again (bench/README.md, stop 36); the task's words are
-/// what the user saw in the file.
-fn task_phrase(task: &str, records: &Records<'_>) -> Option<(String, Vec<bool>)> {
-    if records.shape != Shape::Lines {
-        return None;
-    }
-    let lines: Vec<String> = (0..records.len()).map(|i| records.line(i).to_lowercase()).collect();
-    let lower = task.to_lowercase();
-    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    let content = |w: &str| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !STOP_WORDS.contains(&w);
-    let mut best: Option<(usize, String, Vec<bool>)> = None;
-    for n in (1..=3).rev() {
-        for run in words.windows(n) {
-            if !content(run[0]) || !content(run[n - 1]) {
-                continue;
-            }
-            let phrase = run.join(" ");
-            let mut forms = vec![phrase.clone()];
-            if let Some(singular) = phrase.strip_suffix('s').filter(|s| n == 1 && s.len() >= 3) {
-                forms.push(singular.to_string());
-            }
-            for form in forms {
-                let flags: Vec<bool> = lines.iter().map(|l| holds_words(l, &form)).collect();
-                let kept = flags.iter().filter(|f| **f).count();
-                let better = best.as_ref().is_none_or(|(words, _, _)| n > *words);
-                if kept > 0 && kept < flags.len() && better {
-                    best = Some((n, form, flags));
-                }
-            }
-        }
-    }
-    best.map(|(_, phrase, flags)| (phrase, flags))
-}
-
-/// Whether `line` holds `phrase` with no letter or digit right before or after it.
-fn holds_words(line: &str, phrase: &str) -> bool {
-    line.match_indices(phrase).any(|(at, _)| {
-        let before = line[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
-        let after = line[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-        before && after
-    })
-}
-
-/// The string literals of Python `code` (quoted with `'` or `"`, two characters or more, at most
-/// five) that occur nowhere in `shown`.
-fn absent_literals(code: &str, shown: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for literal in python::literals(code) {
-        if literal.chars().count() >= 2 && !shown.contains(&literal) && !out.contains(&literal) && out.len() < 5 {
-            out.push(literal);
-        }
-    }
-    out
 }
 
 /// Whether the selection may apply to a turn that made `calls` for `task`: the task asks
@@ -625,7 +507,7 @@ fn prints_whole(call: &CallRecord) -> bool {
 /// Whether `ask` picks one record (the least or the most), for which a text of fewer lines is
 /// records too ([`the_one`]).
 fn picks(ask: Ask) -> bool {
-    matches!(ask, Ask::Least | Ask::Most | Ask::Last)
+    matches!(ask, Ask::Least | Ask::Most | Ask::Last | Ask::Average)
 }
 
 /// The one successful call of the turn whose result holds records for `ask` (a listing of files
@@ -711,6 +593,14 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
             "Write a Python function `value(item: dict) -> float` that returns the number the task compares, for one \
              item."
         }
+        (Ask::Average, Shape::Lines) => {
+            "Write a Python function `value(line: str) -> float` that returns the number of one line that the task \
+             averages, or None for a line without one."
+        }
+        (Ask::Average, _) => {
+            "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
+             averages. If the task averages only some of the items, return None for the others."
+        }
         (Ask::Total, _) => {
             "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
              adds up. If the task adds up only some of the items, return 0 for the others."
@@ -786,6 +676,13 @@ fn counts_a_field(task: &str, records: &Records<'_>) -> bool {
         let numbers = records.values.iter().filter(|v| v.get(k).is_some_and(serde_json::Value::is_number)).count();
         numbers * 2 > records.values.len()
     })
+}
+
+/// The mean of the numbers in `values` and how many there were; `None` when fewer than two
+/// records gave one.
+fn average(values: &[Option<f64>]) -> Option<(f64, usize)> {
+    let numbers: Vec<f64> = values.iter().flatten().copied().collect();
+    (numbers.len() >= 2).then(|| (numbers.iter().sum::<f64>() / numbers.len() as f64, numbers.len()))
 }
 
 /// The sum of the numbers in `values`, rounded to cents against float noise (0.1 + 0.2), and

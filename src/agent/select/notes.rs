@@ -57,6 +57,39 @@ pub(super) fn dated_note(lang: Language, shape: Shape, source: &str, phrase: &st
     }
 }
 
+/// What the answer request says about the task-list items the engine kept by their box
+/// (`checklist.rs`): `phrase` names the box (`ticked [x]`).
+pub(super) fn boxes_note(lang: Language, source: &str, phrase: &str, kept: usize, of: usize) -> String {
+    match (lang, kept) {
+        (Language::En, 0) => format!("(None of the {of} lines of `{source}` is a task-list item with a {phrase} box.)"),
+        (Language::En, _) => format!(
+            "({kept} of the {of} lines of `{source}` are task-list items with a {phrase} box; the data above shows only those {kept}.)"
+        ),
+        (Language::Zh, 0) => format!("（`{source}` 的 {of} 行中没有方框为 {phrase} 的任务项。）"),
+        (Language::Zh, _) => {
+            format!(
+                "（`{source}` 的 {of} 行中有 {kept} 行是方框为 {phrase} 的任务项；上面的数据只列出了这 {kept} 行。）"
+            )
+        }
+    }
+}
+
+/// What the answer request says about the records the engine kept by a class of HTTP statuses
+/// (`status_class.rs`): `class` as the task writes it (`5xx`).
+pub(super) fn status_note(lang: Language, shape: Shape, source: &str, class: &str, kept: usize, of: usize) -> String {
+    let noun = noun(shape);
+    match (lang, kept) {
+        (Language::En, 0) => format!("(None of the {of} {noun} of `{source}` has a {class} status.)"),
+        (Language::En, _) => format!(
+            "({kept} of the {of} {noun} of `{source}` have a {class} status; the data above shows only those {kept}.)"
+        ),
+        (Language::Zh, 0) => format!("（`{source}` 的 {of} 条记录中没有状态码为 {class} 的。）"),
+        (Language::Zh, _) => {
+            format!("（`{source}` 的 {of} 条记录中有 {kept} 条的状态码为 {class}；上面的数据只列出了这 {kept} 条。）")
+        }
+    }
+}
+
 /// What the answer request says about the lines a command printed.
 pub(super) fn printed_note(lang: Language, command: &str, lines: usize) -> String {
     match lang {
@@ -115,6 +148,27 @@ pub(super) fn total_note(
     match lang {
         Language::En => format!("(Added up over {over} of `{source}`, what the task adds up comes to {sum}.)"),
         Language::Zh => format!("（按任务所加总的数值，`{source}` 的 {of} 行合计为 {sum}。）"),
+    }
+}
+
+/// What the answer request says about the mean the engine worked out: rounded to two decimals,
+/// or to the data's own when they are finer, without trailing zeros.
+pub(super) fn average_note(
+    lang: Language,
+    shape: Shape,
+    source: &str,
+    mean: f64,
+    (counted, of): (usize, usize),
+    data: &str,
+) -> String {
+    let noun = noun(shape);
+    let places = decimals_in(data).max(2);
+    let mean = format!("{mean:.places$}");
+    let mean = if mean.contains('.') { mean.trim_end_matches('0').trim_end_matches('.').to_string() } else { mean };
+    let over = if counted == of { format!("the {of} {noun}") } else { format!("{counted} of the {of} {noun}") };
+    match lang {
+        Language::En => format!("(Averaged over {over} of `{source}`, what the task averages comes to {mean}.)"),
+        Language::Zh => format!("（按任务所求平均的数值，`{source}` 中 {counted} 行的平均值为 {mean}。）"),
     }
 }
 

@@ -1,3 +1,4 @@
+use super::phrase::holds_words;
 use super::*;
 use crate::config::Language;
 
@@ -294,4 +295,61 @@ fn a_question_for_the_last_of_something_is_told_from_spans_and_conditions() {
         last_note(Language::En, Shape::Lines, "logs/app.log", 2, "09:12 ERROR upstream timeout"),
         "(The data above shows only the 2 lines of `logs/app.log` that the task asks about. The last of them is: 09:12 ERROR upstream timeout)"
     );
+}
+
+#[test]
+fn an_average_a_first_to_come_and_a_chinese_amount_are_asked_by_their_words() {
+    assert_eq!(ask_of("What is the average response time in latency.log?"), Some(Ask::Average));
+    assert_eq!(ask_of("latency.log 里的平均响应时间是多少？"), Some(Ask::Average));
+    assert_eq!(ask_of("Which endpoint has the highest average latency?"), Some(Ask::Most), "a superlative first");
+    assert_eq!(ask_of("Which certificate in certs.txt expires first, and in how many days?"), Some(Ask::Least));
+    assert_eq!(ask_of("What is due next in tasks.csv?"), Some(Ask::Least));
+    assert_eq!(ask_of("哪个证书最先过期？"), Some(Ask::Least));
+    assert_eq!(ask_of("Which task did you do first?"), None, "nothing that falls due");
+    assert_eq!(ask_of("sales.csv 里 north 地区的销售额一共是多少？"), Some(Ask::Total));
+    assert_eq!(ask_of("orders.csv 里一共有多少个订单？"), Some(Ask::Count), "a number of orders is a count");
+}
+
+#[test]
+fn the_mean_and_its_note() {
+    assert_eq!(average(&[Some(120.0), Some(80.0), Some(200.0), Some(100.0)]), Some((125.0, 4)));
+    assert_eq!(average(&[Some(1.0), None]), None, "one number is no average");
+    assert_eq!(
+        average_note(Language::En, Shape::Lines, "latency.log", 125.0, (4, 4), "GET / 120ms"),
+        "(Averaged over the 4 lines of `latency.log`, what the task averages comes to 125.)"
+    );
+    assert_eq!(
+        average_note(Language::En, Shape::Csv, "t.csv", 10.0 / 3.0, (3, 5), "a,1"),
+        "(Averaged over 3 of the 5 rows of `t.csv`, what the task averages comes to 3.33.)"
+    );
+}
+
+#[test]
+fn the_days_to_a_date_picked_are_told_where_the_task_asks_for_them() {
+    let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
+    let task = "Which certificate in certs.txt expires first, and in how many days?";
+    assert_eq!(
+        dates::days_note(Language::En, task, 20261205000000.0, today).as_deref(),
+        Some("(2026-12-05 is 7 days after today, 2026-11-28.)")
+    );
+    assert_eq!(
+        dates::days_note(Language::En, task, 20261120000000.0, today).as_deref(),
+        Some("(2026-11-20 was 8 days before today, 2026-11-28.)")
+    );
+    assert_eq!(dates::days_note(Language::En, "Which expires first?", 20261205000000.0, today), None);
+}
+
+#[test]
+fn the_first_or_the_last_in_time_is_picked_where_each_record_holds_one_date() {
+    let lines: Vec<String> = ["api  expires 2026-12-05", "www  expires 2027-03-01", "mail expires 2027-01-20"]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert_eq!(dates::by_time("Which certificate expires first?", &lines, false), Some((0, 20261205000000.0)));
+    assert_eq!(dates::by_time("Which one expires last, the newest?", &lines, true), Some((1, 20270301000000.0)));
+    assert_eq!(dates::by_time("Which has the least free memory?", &lines, false), None, "not a pick in time");
+    let two = vec!["a 2026-01-01 to 2026-02-01".to_string(), "b 2026-03-01 to 2026-04-01".to_string()];
+    assert_eq!(dates::by_time("Which started first?", &two, false), None, "two dates in a record");
+    let undated = vec!["a 2026-01-01".to_string(), "b none".to_string()];
+    assert_eq!(dates::by_time("Which is the oldest?", &undated, false), None, "a record without a date");
 }

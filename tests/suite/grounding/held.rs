@@ -42,6 +42,34 @@ async fn a_memory_stored_before_the_named_file_was_read_is_held_and_the_read_com
     assert_eq!(notes(&h), ["write_held"]);
 }
 
+/// "Check the version in the VERSION file ... Remember it for next time": the local model's
+/// first call stored "The version in the VERSION file is 1.2.3" (bench/README.md, stop 42). A
+/// file named without a dot counts beside the word "file", and a content that mentions it is
+/// no use of it: the store is held until VERSION is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_that_mentions_an_unread_file_named_without_a_dot_is_held() {
+    let h = Harness::new().await;
+    h.write("VERSION", "2.4.1\n");
+    let guess = "The version in the VERSION file is 1.2.3.";
+    h.mock.push_all([
+        tool_call("memory_store", json!({"key": "version", "content": guess})),
+        tool_call("file_read", json!({"path": "VERSION"})),
+        tool_call("memory_store", json!({"key": "version", "content": "The version is 2.4.1."})),
+        text("The version is 2.4.1."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Supervised);
+    let task = "Check the version in the VERSION file and tell me if it changed since the last time you checked. Remember it for next time.";
+    assert_eq!(agent.process_message(task).await.unwrap(), "The version is 2.4.1.");
+    let stored: Vec<String> = h.memory.recall("version", 5).unwrap().into_iter().map(|m| m.content).collect();
+    assert!(!stored.iter().any(|m| m.contains("1.2.3")), "the made-up version never reached memory: {stored:?}");
+    let reqs = h.mock.requests();
+    let held = &reqs[1]["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert_eq!(
+        held,
+        "[failed] not run yet: the task names `VERSION`, which no tool call has read. Read it first, then write from what it says."
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_is_held_once_per_turn_and_a_write_of_the_named_file_itself_is_not_held() {
     // Made again, the write runs: the engine asks once, the policy decides.

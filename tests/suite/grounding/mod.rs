@@ -11,6 +11,7 @@ mod git_counts;
 mod held;
 mod hygiene;
 mod items;
+mod lists;
 mod looked;
 mod named;
 mod newest;

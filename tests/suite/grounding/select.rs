@@ -405,11 +405,11 @@ async fn a_total_is_added_up_by_the_engine_from_the_models_value_of_each_row() {
     mock.assert_clean();
 }
 
-/// The oldest of five backups named by date: the model's `value` returns the date it reads in a
-/// name, the engine orders the dates and names the earliest (bench/README.md, stop 39: the
-/// model alone picked the first line).
+/// The oldest of five backups named by date: each line holds one date, and the engine orders
+/// them and names the earliest without a function (bench/README.md, stop 39: the model alone
+/// picked the first line; stop 42: its function returned days since each date).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_oldest_of_a_few_lines_is_picked_by_the_dates_the_models_code_reads() {
+async fn the_oldest_of_a_few_lines_is_picked_by_their_dates() {
     let mock = MockLlm::start().await;
     let p = Routines::project(&mock.base_url(), "");
     p.write("routines/oldest.yaml", "prompt: Which backup in backups.txt is the oldest?\nagent: { tools: [file_read] }\n")
@@ -417,24 +417,47 @@ async fn the_oldest_of_a_few_lines_is_picked_by_the_dates_the_models_code_reads(
             "backups.txt",
             "db-2026-11-20.tar.gz\ndb-2026-11-14.tar.gz\ndb-2026-11-27.tar.gz\ndb-2026-11-09.tar.gz\ndb-2026-11-25.tar.gz\n",
         );
-    mock.push_all([
-        tool_call("file_read", json!({"path": "backups.txt"})),
-        // `float` of a date, as the 1.5B model wrote it: the engine's `float` takes a date.
-        text("```python\nimport re\ndef value(line: str) -> float:\n    return float(re.search(r'\\d{4}-\\d{2}-\\d{2}', line).group())\n```"),
-        text("ANSWER: db-2026-11-09.tar.gz"),
-    ]);
+    mock.push_all([tool_call("file_read", json!({"path": "backups.txt"})), text("ANSWER: db-2026-11-09.tar.gz")]);
     let o = p.run_async(["run", "oldest", "--json"]).await;
     assert_eq!(o.json()["output"], "db-2026-11-09.tar.gz", "{}", o.stdout);
     let reqs = mock.requests();
-    assert_eq!(reqs.len(), 3, "the read, the code, the answer");
-    assert!(crate::common::content(&reqs[1], 1).contains("`value(line: str) -> float`"));
-    let answer = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert_eq!(reqs.len(), 2, "the read and the answer: no code request");
+    let answer = crate::common::last_message(&reqs[1])["content"].as_str().unwrap().to_string();
     assert!(
         answer.contains(
             "(Of the 5 lines of `backups.txt`, the earliest by the date the task compares is: db-2026-11-09.tar.gz)"
         ),
         "{answer}"
     );
+    mock.assert_clean();
+}
+
+/// Rows of two dates each are not the engine's pick: the model's `value` says which date the
+/// task compares, and `float` of that date is its number (`select/harness.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_oldest_of_rows_of_two_dates_is_picked_by_the_date_the_models_code_reads() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/oldest.yaml",
+        "prompt: Which backup in backups.csv is the oldest?\nagent: { tools: [file_read] }\n",
+    )
+    .write(
+        "backups.csv",
+        "name,created,checked\nweb,2026-11-20,2026-11-01\ndb,2026-11-09,2026-11-27\nmail,2026-11-14,2026-11-15\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "backups.csv"})),
+        // `float` of a date, as the 1.5B model wrote it: the engine's `float` takes a date.
+        text("```python\ndef value(item: dict) -> float:\n    return float(item['created'])\n```"),
+        text("ANSWER: db"),
+    ]);
+    let o = p.run_async(["run", "oldest", "--json"]).await;
+    assert_eq!(o.json()["output"], "db", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the code, the answer");
+    let answer = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("the earliest by the date the task compares is: db,2026-11-09,2026-11-27)"), "{answer}");
     mock.assert_clean();
 }
 

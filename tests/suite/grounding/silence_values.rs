@@ -113,3 +113,43 @@ async fn a_check_function_that_raised_is_asked_for_again_with_the_error() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     mock.assert_clean();
 }
+
+/// "If any job exited with a non-zero code, tell me which job and the code. Otherwise reply
+/// NO_REPLY": the local model answered `NO_REPLY` beside `job=sync-invoices exit=2`, and its
+/// check matched jobs with `\w+`, which stops at the `-` (bench/README.md, stop 42). An exit
+/// code other than 0 written as a value is a finding the engine sees: the report is asked from
+/// that line, without a function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_beside_a_non_zero_exit_code_is_reported() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/cron.yaml",
+        "prompt: Check logs/cron.log. If any job exited with a non-zero code, tell me which job and the code. Otherwise reply NO_REPLY.\n\
+         agent: { tools: [file_read] }\ndeliver:\n  - file: { path: out.md }\n",
+    )
+    .write(
+        "logs/cron.log",
+        "2026-11-28 01:00:00 job=rotate-logs exit=0\n2026-11-28 03:00:00 job=sync-invoices exit=2\n2026-11-28 04:00:00 job=cleanup-tmp exit=0\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "logs/cron.log"})),
+        text("ANSWER: NO_REPLY"),
+        text("ANSWER: sync-invoices exited with code 2."),
+    ]);
+    let o = p.run_async(["run", "cron", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("out.md"), "sync-invoices exited with code 2.\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the answer, the report: no code request");
+    let report = crate::common::content(&reqs[2], 1);
+    assert!(report.contains("job=sync-invoices exit=2") && !report.contains("rotate-logs"), "{report}");
+    let state = super::note_details(&p.show(1).await, "state_check");
+    assert_eq!(
+        state,
+        [
+            "the results hold a state the task names as a value (\"2026-11-28 03:00:00 job=sync-invoices exit=2\"); the silence is not believed"
+        ]
+    );
+    mock.assert_clean();
+}

@@ -141,3 +141,52 @@ async fn a_guess_held_before_the_reads_is_not_written_over_the_write_made_from_t
     );
     mock.assert_clean();
 }
+
+const TESTS: &str = "test_login ........ PASSED\ntest_logout ....... PASSED\ntest_checkout ..... FAILED\ntest_refund ....... PASSED\ntest_invoice_pdf .. FAILED\ntest_search ....... PASSED\n";
+
+/// Asked for "the failing tests" in failing.txt, the local model wrote `reports/failing.txt`
+/// (a folder the task names only as the source's), and then the name of every test
+/// (bench/README.md, stop 42). Neither write runs: the first is told the file the task names,
+/// the second goes back with the lines the task asks about; what reaches the disk is the two
+/// failing tests, at the path the task names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_elsewhere_and_a_write_of_every_name_are_not_run() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/failing.yaml",
+        "prompt: Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.\nagent: { tools: [file_read, file_write] }\n",
+    )
+    .write("reports/tests.txt", TESTS);
+    let every = "test_login\ntest_logout\ntest_checkout\ntest_refund\ntest_invoice_pdf\ntest_search";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "reports/tests.txt"})),
+        tool_call("file_write", json!({"path": "reports/failing.txt", "content": "test_checkout\n"})),
+        tool_call("file_write", json!({"path": "failing.txt", "content": every})),
+        text("```python\ndef keep(line):\n    return 'FAILED' in line\n```"),
+        tool_call("file_write", json!({"path": "failing.txt", "content": "test_checkout\ntest_invoice_pdf\n"})),
+        text("I wrote test_checkout and test_invoice_pdf to failing.txt."),
+    ]);
+    let o = p.run_async(["run", "failing", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("failing.txt"), "test_checkout\ntest_invoice_pdf\n");
+    assert!(!p.path().join("reports/failing.txt").exists(), "the write elsewhere never ran");
+    let reqs = mock.requests();
+    assert_eq!(
+        super::last_text(&reqs[2]),
+        r#"[failed] not run: the task names `failing.txt` as the file to write, and this call writes `reports/failing.txt`. Call this instead: file_write {"content":"test_checkout\n","path":"failing.txt"}"#
+    );
+    assert_eq!(
+        super::last_text(&reqs[4]),
+        "[failed] not run: this content names every line of `reports/tests.txt`, and the task asks about some of them. These are the lines of `reports/tests.txt` that the task asks about:\ntest_checkout ..... FAILED\ntest_invoice_pdf .. FAILED\nWrite what the task asks for about them."
+    );
+    let show = p.show(1).await;
+    assert_eq!(
+        super::note_details(&show, "write_held"),
+        [
+            "file_write: the task names failing.txt to write; not run",
+            "file_write: its content names every line of reports/tests.txt; not run"
+        ]
+    );
+    mock.assert_clean();
+}

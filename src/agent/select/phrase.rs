@@ -1,0 +1,129 @@
+//! The task's own words as a test of lines, for a `keep` the model could not write: what asks
+//! for it once more, and the run of the task's words the engine keeps lines by after two misses.
+
+use super::super::python;
+use super::noun;
+use crate::agent::records::{Records, Shape};
+
+/// What asks once more for a `keep` that kept nothing, naming the strings of its code that
+/// occur in none of the records shown (the model tested for `timeout` where the lines say
+/// `timed out`, and asked again without being told, wrote the same function).
+pub(super) fn none_kept(shape: Shape, absent: &[String]) -> String {
+    let noun = noun(shape);
+    let why = match absent {
+        [] => String::new(),
+        some => format!(
+            ": none of them contains {}",
+            some.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or ")
+        ),
+    };
+    format!(
+        "Your function returned False for every one of the {noun}{why}. Write it again: test for words or values exactly \
+         as the {noun} above write them."
+    )
+}
+
+/// Words of a task that say nothing about which lines it means.
+const STOP_WORDS: [&str; 40] = [
+    "the",
+    "and",
+    "how",
+    "many",
+    "much",
+    "what",
+    "which",
+    "are",
+    "were",
+    "was",
+    "for",
+    "with",
+    "that",
+    "this",
+    "these",
+    "those",
+    "from",
+    "according",
+    "file",
+    "files",
+    "line",
+    "lines",
+    "log",
+    "logs",
+    "count",
+    "number",
+    "there",
+    "have",
+    "has",
+    "had",
+    "did",
+    "does",
+    "its",
+    "their",
+    "them",
+    "they",
+    "all",
+    "any",
+    "into",
+    "you",
+];
+
+/// For a count over the lines of a text whose model-written `keep` kept nothing twice: the
+/// longest run of the task's own words (one to three, English) that some lines but not all hold
+/// as words of their own, ignoring case, and which lines hold it. A single word is also tried
+/// without a plural `s` (`errors` finds `ERROR`). `None` when no run tells lines apart.
+///
+/// Why: asked how many requests "timed out", the model tests for `timeout` and, told that no
+/// line holds it, writes the same test again (bench/README.md, stop 36); the task's words are
+/// what the user saw in the file.
+pub(super) fn task_phrase(task: &str, records: &Records<'_>) -> Option<(String, Vec<bool>)> {
+    if records.shape != Shape::Lines {
+        return None;
+    }
+    let lines: Vec<String> = (0..records.len()).map(|i| records.line(i).to_lowercase()).collect();
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let content = |w: &str| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !STOP_WORDS.contains(&w);
+    let mut best: Option<(usize, String, Vec<bool>)> = None;
+    for n in (1..=3).rev() {
+        for run in words.windows(n) {
+            if !content(run[0]) || !content(run[n - 1]) {
+                continue;
+            }
+            let phrase = run.join(" ");
+            let mut forms = vec![phrase.clone()];
+            if let Some(singular) = phrase.strip_suffix('s').filter(|s| n == 1 && s.len() >= 3) {
+                forms.push(singular.to_string());
+            }
+            for form in forms {
+                let flags: Vec<bool> = lines.iter().map(|l| holds_words(l, &form)).collect();
+                let kept = flags.iter().filter(|f| **f).count();
+                let better = best.as_ref().is_none_or(|(words, _, _)| n > *words);
+                if kept > 0 && kept < flags.len() && better {
+                    best = Some((n, form, flags));
+                }
+            }
+        }
+    }
+    best.map(|(_, phrase, flags)| (phrase, flags))
+}
+
+/// Whether `line` holds `phrase` with no letter or digit right before or after it.
+pub(super) fn holds_words(line: &str, phrase: &str) -> bool {
+    line.match_indices(phrase).any(|(at, _)| {
+        let before = line[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = line[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// The string literals of Python `code` (quoted with `'` or `"`, two characters or more, at most
+/// five) that occur nowhere in `shown`.
+pub(super) fn absent_literals(code: &str, shown: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for literal in python::literals(code) {
+        if literal.chars().count() >= 2 && !shown.contains(&literal) && !out.contains(&literal) && out.len() < 5 {
+            out.push(literal);
+        }
+    }
+    out
+}
