@@ -95,9 +95,9 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
 pub(super) struct SentBack {
     /// A failed look (after an answer, or repeated with nothing in hand).
     pub(super) failure: bool,
-    /// The calls sent as fixes of failed ones ("Call this instead: ..."), at most two different
-    /// ones per turn: a refused pipe's one command can fail on its path in turn.
-    pub(super) fixes: Vec<String>,
+    /// The failed calls sent back (tool and arguments), at most two different ones per turn: a
+    /// refused pipe's one command can fail on its path in turn, and that one match no line.
+    pub(super) failed: Vec<String>,
     /// A file read only in part, after a silent answer.
     pub(super) part: bool,
     /// A count over a `git log` whose limit cut its output (`capped.rs`).
@@ -112,29 +112,32 @@ pub(super) struct SentBack {
 }
 
 impl SentBack {
-    /// Whether the last of `calls` failed with a result that names the call that works, one
-    /// not sent yet (at most two per turn).
-    pub(super) fn fixable(&self, calls: &[CallRecord]) -> bool {
-        last_failure(calls, false)
-            .and_then(|f| f.fix)
-            .is_some_and(|fix| self.fixes.len() < 2 && !self.fixes.contains(&fix))
+    /// Whether the last of `calls` is a failed call not sent back yet, while fewer than two
+    /// have been this turn.
+    fn fresh_failure(&self, calls: &[CallRecord]) -> bool {
+        self.failed.len() < 2 && !self.failed.contains(&failed_key(calls))
     }
 
-    /// The fix of the last failed call ([`SentBack::fixable`]) as what a reply that was no
-    /// answer gets back: the note's kind and text, and the message; marks it sent.
-    pub(super) fn fix_back(
+    /// Whether the last of `calls` failed in a way that goes back ([`last_failure`]) and was
+    /// not sent back yet ([`SentBack::fresh_failure`]).
+    pub(super) fn failure_pending(&self, calls: &[CallRecord]) -> bool {
+        last_failure(calls, false).is_some() && self.fresh_failure(calls)
+    }
+
+    /// The last failed call ([`SentBack::failure_pending`]) as what a reply that was no answer
+    /// gets back: the note's kind and text, and the message; marks it sent.
+    pub(super) fn failure_back(
         &mut self,
         calls: &[CallRecord],
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
-        let failure = last_failure(calls, false)?;
-        let fix = failure.fix.clone()?;
-        if self.fixes.len() >= 2 || self.fixes.contains(&fix) {
-            return None;
-        }
+        let mut failure = last_failure(calls, false).filter(|_| self.fresh_failure(calls))?;
         self.failure = true;
-        self.fixes.push(fix);
-        Some(("failed_check_reask", "sent the call that the failure names", failure_message(lang, &failure)))
+        self.failed.push(failed_key(calls));
+        if self.file_read {
+            failure.print_all = None;
+        }
+        Some(("failed_check_reask", "sent the failure back", failure_message(lang, &failure)))
     }
 
     /// Whether an answer of a routine turn (`silent`: the silent token) goes back to the model
@@ -152,12 +155,9 @@ impl SentBack {
         silent: bool,
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
-        let fresh = |f: &Failure| f.fix.as_ref().is_some_and(|fix| self.fixes.len() < 2 && !self.fixes.contains(fix));
-        if let Some(mut failure) = last_failure(calls, silent).filter(|f| !self.failure || fresh(f)) {
+        if let Some(mut failure) = last_failure(calls, silent).filter(|_| self.fresh_failure(calls)) {
             self.failure = true;
-            if let Some(fix) = &failure.fix {
-                self.fixes.push(fix.clone());
-            }
+            self.failed.push(failed_key(calls));
             if self.file_read {
                 failure.print_all = None;
             }
@@ -466,6 +466,12 @@ fn fix(call: &CallRecord) -> Option<String> {
 fn shell_argv(call: &CallRecord) -> Option<Vec<String>> {
     let args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
     crate::policy::command::parse(args.get("command")?.as_str()?).ok().map(|p| p.argv)
+}
+
+/// The last call of `calls` as the turn remembers a failure it sent back: tool and arguments.
+fn failed_key(calls: &[CallRecord]) -> String {
+    let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate);
+    last.map(|c| format!("{} {}", c.tool, c.arguments)).unwrap_or_default()
 }
 
 /// What sends a failed last call back before its answer is taken. With a fix, only the fix:

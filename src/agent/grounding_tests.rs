@@ -284,3 +284,41 @@ fn after_every_call_failed_the_answer_is_asked_as_a_report_of_the_failure() {
     assert!(repeat_message(Language::En, true, true).contains("Do not state a result."));
     assert!(repeat_message(Language::En, true, false).contains("based on the tool results above"));
 }
+
+#[test]
+fn two_different_failed_calls_go_back_in_a_turn_and_a_third_does_not() {
+    let call = |arguments: &str, status: ToolStatus, result: &str| CallRecord {
+        tool: "shell".into(),
+        arguments: arguments.into(),
+        status,
+        result: result.into(),
+    };
+    let pipe = call(
+        r#"{"command":"grep -n 'error' logs/app.log | wc -l"}"#,
+        ToolStatus::Refused,
+        "[failed] `|` pipes into a second command; run one command per shell call; this counts in one command: `grep -c 'error' logs/app.log`",
+    );
+    let mut sent = SentBack { file_read: true, ..SentBack::default() };
+    assert!(sent.failure_pending(std::slice::from_ref(&pipe)));
+    let (_, _, first) = sent.failure_back(std::slice::from_ref(&pipe), Language::En).unwrap();
+    assert_eq!(
+        first,
+        r#"Your last tool call failed. Call this instead: shell {"command":"grep -c 'error' logs/app.log"}"#
+    );
+    assert!(!sent.failure_pending(std::slice::from_ref(&pipe)), "the same failure goes back once");
+    // Its one command, made as told, failed on its path: that goes back too.
+    let path = call(
+        r#"{"command":"grep -c 'error' logs/app.log"}"#,
+        ToolStatus::Failed,
+        "[failed] exit code 2; `logs/app.log` is not there, but `app.log` exists: use that path\ngrep: logs/app.log: No such file",
+    );
+    let calls = [pipe.clone(), path.clone()];
+    let (_, _, second) = sent.back("How many errors?", &calls, false, Language::En).unwrap();
+    assert_eq!(second, r#"Your last tool call failed. Call this instead: shell {"command":"grep -c 'error' app.log"}"#);
+    let none = call(
+        r#"{"command":"grep -c 'error' app.log"}"#,
+        ToolStatus::Failed,
+        "[failed] exit code 1; no line matched (grep matches case-sensitively; -i ignores case)\n0",
+    );
+    assert!(!sent.failure_pending(&[pipe, path, none]), "two a turn");
+}

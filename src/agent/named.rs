@@ -57,7 +57,9 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
         let (path, exists) = match ctx.resolve_read_path(&word) {
             Ok(path) if path.is_file() => (path, true),
             _ if writes && own.contains(&word) => match ctx.policy.resolve_write_path(&word) {
-                Ok(path) if creatable(&path) => (path, false),
+                Ok(path) if creatable(&path) || (makes_folder(&path) && write_target(&outside_data(task), &word)) => {
+                    (path, false)
+                }
                 _ => continue,
             },
             _ => continue,
@@ -176,6 +178,38 @@ fn creatable(path: &Path) -> bool {
     !path.exists() && path.extension().is_some() && path.parent().is_some_and(Path::is_dir)
 }
 
+/// A file that does not exist, with an extension, whose folder does not exist either but would
+/// be made by the write (`file_write` makes the folders of its path): its nearest existing
+/// ancestor is a folder.
+fn makes_folder(path: &Path) -> bool {
+    let nearest = path.ancestors().skip(1).find(|a| a.exists());
+    !path.exists() && path.extension().is_some() && nearest.is_some_and(Path::is_dir)
+}
+
+/// Whether `text` names `word` as where something is written: right after "to", "into" or "as"
+/// (写入, 写到, 保存到) in a sentence with a verb of writing. "Write just the number to
+/// out/errors.txt" with no `out/` yet was answered "3" and nothing was written (bench/README.md,
+/// stop 42); "skip drafts/old.md" names no target.
+fn write_target(text: &str, word: &str) -> bool {
+    const VERBS: [&str; 12] =
+        ["write", "save", "store", "put", "record", "append", "export", "output", "dump", "copy", "log", "add"];
+    const ZH: [&str; 5] = ["写入", "写到", "保存到", "存到", "输出到"];
+    // Sentences end at a full stop before a space (a path's own dots stay), `;` or a line's end.
+    let text = text.replace(". ", "\n");
+    text.split([';', '\n', '。', '；']).filter(|s| s.contains(word)).any(|sentence| {
+        let lower = sentence.to_lowercase();
+        let words: Vec<&str> = lower
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| "`'\"(),:".contains(c)).trim_end_matches('.'))
+            .collect();
+        let verb = words.iter().any(|w| VERBS.contains(w) || VERBS.iter().any(|v| w.strip_suffix('s') == Some(*v)));
+        let after =
+            words.windows(2).any(|p| ["to", "into", "as"].contains(&p[0]) && p[1].trim_start_matches("./") == word);
+        (verb && after)
+            || ZH.iter().any(|z| sentence.contains(&format!("{z}{word}")) || sentence.contains(&format!("{z} {word}")))
+    })
+}
+
 /// Words of `text` shaped like a file path (`a.txt`, `logs/app.log`, `/srv/x/y`, `docs/`): runs
 /// of path characters with a dot or a slash, without the punctuation that ends a sentence or
 /// the slash that ends a folder; web addresses are left out. Each once, in order.
@@ -275,6 +309,17 @@ pub(super) fn message(lang: Language, files: &Unused) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_target_is_a_path_after_to_in_a_sentence_that_writes() {
+        let task = "Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.";
+        assert!(write_target(task, "out/errors.txt"));
+        assert!(!write_target(task, "logs/app.log"), "read from, not written to");
+        assert!(!write_target("Write the action items to actions.md; skip drafts/old.md.", "drafts/old.md"));
+        assert!(write_target("Save the summary as reports/2026/summary.md.", "reports/2026/summary.md"));
+        assert!(write_target("把结果写入 out/count.txt。", "out/count.txt"));
+        assert!(!write_target("Compare a/x.csv to b/y.csv.", "b/y.csv"), "no verb of writing");
+    }
 
     #[test]
     fn path_words_are_found_in_prose_and_in_chinese() {

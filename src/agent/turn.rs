@@ -336,12 +336,13 @@ impl Agent {
                         return Err(AgentError::NoAnswer(bad));
                     }
                     Err(_) if last => break,
-                    // A reply that is no answer right after a failed call whose result names the
-                    // call that works: that call is sent (the local model described a command in
-                    // words after `logs/app.log` was not there and `app.log` was, and was then
-                    // asked for an answer it had no result for; bench/README.md, stop 42).
-                    Err(bad) if self.routine.is_some() && sent.fixable(&calls_made) => {
-                        if let Some((kind, note, message)) = sent.fix_back(&calls_made, lang) {
+                    // A reply that is no answer right after a failed call: the failure goes back
+                    // (with the call that works when its result names one). The local model
+                    // described a command in words after `logs/app.log` was not there and
+                    // `app.log` was, and was then asked for an answer it had no result for
+                    // (bench/README.md, stop 42).
+                    Err(bad) if self.routine.is_some() && sent.failure_pending(&calls_made) => {
+                        if let Some((kind, note, message)) = sent.failure_back(&calls_made, lang) {
                             self.note(kind, &format!("{}; {note}", bad.describe()));
                             pending = Some(message);
                             look_again = true;

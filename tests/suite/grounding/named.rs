@@ -165,6 +165,30 @@ async fn a_failed_write_repeated_is_sent_back_rather_than_skipped() {
     assert_eq!(notes(&h), ["failed_check_reask"]);
 }
 
+/// "Write just the number to out/errors.txt" with no `out/` yet: the local model answered "3"
+/// and wrote nothing (bench/README.md, stop 42). A path the task writes to counts where the
+/// write would make its folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_to_write_in_a_folder_not_made_yet_is_asked_for() {
+    let h = Harness::new().await;
+    h.write("logs/app.log", "INFO start\nERROR db timeout\nERROR queue full\nERROR db timeout\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "logs/app.log"})),
+        text("3"),
+        tool_call("file_write", json!({"path": "out/errors.txt", "content": "3"})),
+        text("Wrote 3 to out/errors.txt."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    let task = "Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.";
+    assert_eq!(agent.process_message(task).await.unwrap(), "Wrote 3 to out/errors.txt.");
+    let reqs = h.mock.requests();
+    assert_eq!(
+        last_text(&reqs[2]),
+        "The task names `out/errors.txt`, which does not exist yet and no tool call has written it. If the task asks for it, write it with a tool now. Then answer from what the tools return."
+    );
+    assert_eq!(std::fs::read_to_string(h.workspace().join("out/errors.txt")).unwrap(), "3");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_the_task_says_to_write_and_no_call_wrote_is_asked_for() {
     let h = Harness::new().await;
