@@ -90,13 +90,17 @@ pub(super) fn reask_message(lang: Language, mode: ToolCallMode) -> &'static str 
     }
 }
 
+/// The most different failed calls a turn sends back.
+const MAX_FAILURES_SENT: usize = 3;
+
 /// What a turn has sent back once instead of an answer, each kind once per turn.
 #[derive(Debug, Default)]
 pub(super) struct SentBack {
     /// A failed look (after an answer, or repeated with nothing in hand).
     pub(super) failure: bool,
-    /// The failed calls sent back (tool and arguments), at most two different ones per turn: a
-    /// refused pipe's one command can fail on its path in turn, and that one match no line.
+    /// The failed calls sent back (tool and arguments), at most [`MAX_FAILURES_SENT`] different
+    /// ones per turn: a refused pipe's one command can fail on its path in turn, and that one
+    /// match no line (errors-after, bench/README.md, stop 42).
     pub(super) failed: Vec<String>,
     /// A file read only in part, after a silent answer.
     pub(super) part: bool,
@@ -112,10 +116,10 @@ pub(super) struct SentBack {
 }
 
 impl SentBack {
-    /// Whether the last of `calls` is a failed call not sent back yet, while fewer than two
-    /// have been this turn.
+    /// Whether the last of `calls` is a failed call not sent back yet, while fewer than
+    /// [`MAX_FAILURES_SENT`] have been this turn.
     fn fresh_failure(&self, calls: &[CallRecord]) -> bool {
-        self.failed.len() < 2 && !self.failed.contains(&failed_key(calls))
+        self.failed.len() < MAX_FAILURES_SENT && !self.failed.contains(&failed_key(calls))
     }
 
     /// Whether the last of `calls` failed in a way that goes back ([`last_failure`]) and was

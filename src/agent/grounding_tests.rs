@@ -286,7 +286,7 @@ fn after_every_call_failed_the_answer_is_asked_as_a_report_of_the_failure() {
 }
 
 #[test]
-fn two_different_failed_calls_go_back_in_a_turn_and_a_third_does_not() {
+fn up_to_three_different_failed_calls_go_back_in_a_turn() {
     let call = |arguments: &str, status: ToolStatus, result: &str| CallRecord {
         tool: "shell".into(),
         arguments: arguments.into(),
@@ -320,5 +320,13 @@ fn two_different_failed_calls_go_back_in_a_turn_and_a_third_does_not() {
         ToolStatus::Failed,
         "[failed] exit code 1; no line matched (grep matches case-sensitively; -i ignores case)\n0",
     );
-    assert!(!sent.failure_pending(&[pipe, path, none]), "two a turn");
+    let calls = [pipe.clone(), path.clone(), none.clone()];
+    let (_, _, third) = sent.back("How many errors?", &calls, false, Language::En).unwrap();
+    assert!(third.starts_with("Your search matched no line:"), "{third}");
+    let fourth = call(
+        r#"{"command":"grep -c -i 'error' app.log"}"#,
+        ToolStatus::Failed,
+        "[failed] exit code 1; no line matched\n0",
+    );
+    assert!(!sent.failure_pending(&[pipe, path, none, fourth]), "three a turn");
 }
