@@ -105,8 +105,19 @@ fn elsewhere(task: &str, target: &str) -> Option<(String, String)> {
     }
     let named = own.iter().find(|w| w.contains('.') && !w.contains('/') && target.ends_with(&format!("/{w}")))?;
     let folder = &target[..target.len() - named.len() - 1];
-    // "Write the summary into reports/ as summary.txt": the folder is named too.
+    // "Write the summary into reports/ as summary.txt": the folder is named too. So it is by a
+    // word of its own ("to report.md in the docs folder"), but not as part of another path
+    // (`reports/tests.txt`, the file read).
     if own.iter().any(|p| normal(p) == folder) {
+        return None;
+    }
+    let mut prose = task.to_lowercase();
+    for path in &own {
+        prose = prose.replace(&path.to_lowercase(), " ");
+    }
+    let words: Vec<&str> = prose.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')).collect();
+    let last = folder.rsplit('/').next().unwrap_or(folder).to_lowercase();
+    if words.contains(&last.as_str()) {
         return None;
     }
     Some((named.clone(), target.to_string()))
@@ -403,6 +414,8 @@ mod tests {
         assert_eq!(elsewhere_held(task, "file_write", &write("failing.txt")), None);
         assert_eq!(elsewhere_held(task, "file_write", &write("./failing.txt")), None);
         assert_eq!(elsewhere_held(task, "file_edit", &write("reports/failing.txt")), None, "writes only");
+        let words = "Write the report to report.md in the docs folder.";
+        assert_eq!(elsewhere_held(words, "file_write", &write("docs/report.md")), None, "the folder named in words");
         let folder = "Write the summary into reports/ as summary.txt.";
         assert_eq!(elsewhere_held(folder, "file_write", &write("reports/summary.txt")), None, "the folder is named");
     }
