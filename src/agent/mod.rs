@@ -21,6 +21,7 @@ mod git_log;
 mod grounding;
 mod guard;
 mod history;
+mod holds;
 mod hygiene;
 mod items;
 mod looked;

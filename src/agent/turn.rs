@@ -11,7 +11,7 @@ use super::events::{AgentEvent, CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::evidence;
 use super::grounding::{self, FirstCallRule};
 use super::hygiene::{self, BadReply, Verdict};
-use super::{Agent, AgentError, history, write_check};
+use super::{Agent, AgentError, history};
 use super::{named, payload};
 use crate::config::{Language, ToolCallMode};
 use crate::llm::{
@@ -72,7 +72,7 @@ impl Agent {
         let mut named_sent = false;
         // A write made before the files the task names were read is held back once per turn, and
         // so is a copy (`write_check.rs`).
-        let mut held_sent = HeldSent::default();
+        let mut held_sent = super::holds::HeldSent::default();
         // The next request asks for the answer from the evidence (routine turns).
         let mut from_evidence = false;
         // The next request requires a tool call (a failed look sent back must be looked again;
@@ -385,24 +385,8 @@ impl Agent {
                 }
             }
             for call in &calls {
-                let held = if held_sent.any() {
-                    // A held guess made again over what was written since is never run.
-                    write_check::stale(&call.name, &call.arguments, &calls_made).map(|stale| {
-                        self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
-                        write_check::message(self.opts.language, &stale, None)
-                    })
-                } else {
-                    None
-                };
-                let held = match held {
-                    Some(text) => Some(text),
-                    None => {
-                        self.held_write(message, call, &calls_made, &ctx, first, &specs, &mut held_sent, &mut stats)
-                            .await
-                    }
-                };
-                // A write elsewhere than the file the task names is held every time.
-                let held = held.or_else(|| self.held_elsewhere(message, call));
+                let held =
+                    self.hold(message, call, &calls_made, &ctx, (first, &specs), &mut held_sent, &mut stats).await;
                 let (text, outcome) = match held {
                     Some(text) => {
                         // The model then announced the read in words instead of making it.
@@ -500,7 +484,7 @@ impl Agent {
 
     /// Whether the engine asks for the files a task names: routine turns held to a first tool
     /// call, with a tool that reads files.
-    fn asks_for_named(&self, first: FirstCallRule, specs: &[ToolSpec]) -> bool {
+    pub(super) fn asks_for_named(&self, first: FirstCallRule, specs: &[ToolSpec]) -> bool {
         let reads = specs.iter().any(|t| t.name == "file_read" || t.name == "shell");
         self.routine.is_some() && first != FirstCallRule::Free && reads
     }
@@ -536,75 +520,6 @@ impl Agent {
             }
             _ => Some(message),
         }
-    }
-
-    /// The answer to a call that acts (a write, a stored memory) and is not run, in routine
-    /// turns held to a first tool call: a write of a file read whole or of an earlier write's
-    /// result (`write_check.rs`), or, with a tool that reads files, any such call while files
-    /// the task names that exist are unread (`named::unread_before`; the model is told to read
-    /// first). Noted when there is one.
-    #[allow(clippy::too_many_arguments)]
-    async fn held_write(
-        &self,
-        task: &str,
-        call: &ToolCall,
-        calls: &[CallRecord],
-        ctx: &crate::tools::ToolContext,
-        first: FirstCallRule,
-        specs: &[ToolSpec],
-        sent: &mut HeldSent,
-        stats: &mut TurnStats,
-    ) -> Option<String> {
-        let acts = specs.iter().find(|t| t.name == call.name).is_some_and(|t| self.acts(t));
-        if self.routine.is_none() || first == FirstCallRule::Free || !acts {
-            return None;
-        }
-        if let Some(held) = (!sent.copy).then(|| write_check::held(task, &call.name, &call.arguments, calls)).flatten()
-        {
-            sent.copy = true;
-            let (why, selected) = match &held {
-                write_check::Held::Copy { source, at } | write_check::Held::Column { source, at } => {
-                    let one = std::slice::from_ref(&calls[*at]);
-                    let selected = self.select_as(task, super::select::Ask::Which, one, stats).await;
-                    let why = if matches!(held, write_check::Held::Copy { .. }) {
-                        format!("its content is {source} as read")
-                    } else {
-                        format!("its content names every line of {source}")
-                    };
-                    (why, selected.map(|s| s.result))
-                }
-                write_check::Held::Elsewhere { .. } => return None,
-                write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
-                write_check::Held::Stale(_) => (STALE.to_string(), None),
-            };
-            self.note("write_held", &format!("{}: {why}; not run", call.name));
-            return Some(write_check::message(self.opts.language, &held, selected.as_deref()));
-        }
-        if sent.unread || !self.asks_for_named(first, specs) {
-            return None;
-        }
-        let files = named::unread_before(task, calls, ctx, &call.arguments);
-        if files.is_empty() {
-            return None;
-        }
-        sent.unread = true;
-        let list = files.join(", ");
-        self.note(
-            "write_held",
-            &format!("{} came before the task's {list} was read; not run, asked to read first", call.name),
-        );
-        Some(named::held_message(self.opts.language, &files))
-    }
-
-    /// The answer to a `file_write` of a routine turn to a path other than the file the task
-    /// names (`write_check::elsewhere_held`); noted.
-    fn held_elsewhere(&self, task: &str, call: &ToolCall) -> Option<String> {
-        self.routine.as_ref()?;
-        let held = write_check::elsewhere_held(task, &call.name, &call.arguments)?;
-        if let write_check::Held::Elsewhere { named, .. } = &held {
-            self.note("write_held", &format!("{}: the task names {named} to write; not run", call.name));
-        }
-        Some(write_check::message(self.opts.language, &held, None))
     }
 
     /// Whether a tool changes something (a write, a stored memory); `shell` counts as looking,
@@ -759,23 +674,6 @@ impl Agent {
 }
 
 /// Why a stale write is not run, for the run's notes.
-/// The holds of a turn's writes sent so far, each kind once per turn (`Agent::held_write`).
-#[derive(Debug, Default, Clone, Copy)]
-struct HeldSent {
-    /// A copy, a list of every line, or a receipt (`write_check::held`).
-    copy: bool,
-    /// A write before the files the task names were read (`named::unread_before`).
-    unread: bool,
-}
-
-impl HeldSent {
-    fn any(self) -> bool {
-        self.copy || self.unread
-    }
-}
-
-const STALE: &str = "it repeats a write made before the reads, over the write made from them";
-
 fn clip(text: &str, max: usize) -> String {
     let t = text.trim();
     if t.chars().count() <= max { t.to_string() } else { format!("{}…", t.chars().take(max).collect::<String>()) }

@@ -1,0 +1,126 @@
+//! Calls that act (a write, a stored memory) which a routine turn does not run, and what the
+//! model gets back instead (`write_check.rs`, `named::unread_before`): a guess made again over
+//! what was written since, a copy or a list of every line, a write before the task's files were
+//! read (each kind once per turn), and a write elsewhere than the file the task names (every
+//! time).
+
+use super::events::{CallRecord, TurnStats};
+use super::grounding::FirstCallRule;
+use super::{Agent, named, write_check};
+use crate::llm::{ToolCall, ToolSpec};
+
+/// The holds of a turn's writes sent so far, each kind once per turn (`Agent::held_write`).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct HeldSent {
+    /// A copy, a list of every line, or a receipt (`write_check::held`).
+    copy: bool,
+    /// A write before the files the task names were read (`named::unread_before`).
+    unread: bool,
+}
+
+impl HeldSent {
+    fn any(self) -> bool {
+        self.copy || self.unread
+    }
+}
+
+const STALE: &str = "it repeats a write made before the reads, over the write made from them";
+
+impl Agent {
+    /// What `call` gets back instead of running, when it is held (noted), or `None` when it
+    /// runs: a guess made again over what was written since (after any hold), the holds of
+    /// [`Agent::held_write`] not sent yet this turn, and a write elsewhere.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn hold(
+        &self,
+        task: &str,
+        call: &ToolCall,
+        calls: &[CallRecord],
+        ctx: &crate::tools::ToolContext,
+        (first, specs): (FirstCallRule, &[ToolSpec]),
+        sent: &mut HeldSent,
+        stats: &mut TurnStats,
+    ) -> Option<String> {
+        // A held guess made again over what was written since is never run.
+        if sent.any()
+            && let Some(stale) = write_check::stale(&call.name, &call.arguments, calls)
+        {
+            self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
+            return Some(write_check::message(self.opts.language, &stale, None));
+        }
+        if let Some(text) = self.held_write(task, call, calls, ctx, first, specs, sent, stats).await {
+            return Some(text);
+        }
+        // A write elsewhere than the file the task names is held every time.
+        self.held_elsewhere(task, call)
+    }
+
+    /// The answer to a call that acts (a write, a stored memory) and is not run, in routine
+    /// turns held to a first tool call: a write of a file read whole or of an earlier write's
+    /// result (`write_check.rs`), or, with a tool that reads files, any such call while files
+    /// the task names that exist are unread (`named::unread_before`; the model is told to read
+    /// first). Noted when there is one.
+    #[allow(clippy::too_many_arguments)]
+    async fn held_write(
+        &self,
+        task: &str,
+        call: &ToolCall,
+        calls: &[CallRecord],
+        ctx: &crate::tools::ToolContext,
+        first: FirstCallRule,
+        specs: &[ToolSpec],
+        sent: &mut HeldSent,
+        stats: &mut TurnStats,
+    ) -> Option<String> {
+        let acts = specs.iter().find(|t| t.name == call.name).is_some_and(|t| self.acts(t));
+        if self.routine.is_none() || first == FirstCallRule::Free || !acts {
+            return None;
+        }
+        if let Some(held) = (!sent.copy).then(|| write_check::held(task, &call.name, &call.arguments, calls)).flatten()
+        {
+            sent.copy = true;
+            let (why, selected) = match &held {
+                write_check::Held::Copy { source, at } | write_check::Held::Column { source, at } => {
+                    let one = std::slice::from_ref(&calls[*at]);
+                    let selected = self.select_as(task, super::select::Ask::Which, one, stats).await;
+                    let why = if matches!(held, write_check::Held::Copy { .. }) {
+                        format!("its content is {source} as read")
+                    } else {
+                        format!("its content names every line of {source}")
+                    };
+                    (why, selected.map(|s| s.result))
+                }
+                write_check::Held::Elsewhere { .. } => return None,
+                write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
+                write_check::Held::Stale(_) => (STALE.to_string(), None),
+            };
+            self.note("write_held", &format!("{}: {why}; not run", call.name));
+            return Some(write_check::message(self.opts.language, &held, selected.as_deref()));
+        }
+        if sent.unread || !self.asks_for_named(first, specs) {
+            return None;
+        }
+        let files = named::unread_before(task, calls, ctx, &call.arguments);
+        if files.is_empty() {
+            return None;
+        }
+        sent.unread = true;
+        let list = files.join(", ");
+        self.note(
+            "write_held",
+            &format!("{} came before the task's {list} was read; not run, asked to read first", call.name),
+        );
+        Some(named::held_message(self.opts.language, &files))
+    }
+
+    /// The answer to a `file_write` of a routine turn to a path other than the file the task
+    /// names (`write_check::elsewhere_held`); noted.
+    fn held_elsewhere(&self, task: &str, call: &ToolCall) -> Option<String> {
+        self.routine.as_ref()?;
+        let held = write_check::elsewhere_held(task, &call.name, &call.arguments)?;
+        if let write_check::Held::Elsewhere { named, .. } = &held {
+            self.note("write_held", &format!("{}: the task names {named} to write; not run", call.name));
+        }
+        Some(write_check::message(self.opts.language, &held, None))
+    }
+}
