@@ -110,9 +110,19 @@ pub(super) struct SentBack {
     pub(super) window: bool,
     /// A search for a number that also finds it inside longer ones (`whole_word.rs`).
     pub(super) whole_word: bool,
+    /// A `grep` that only counted where the task needs the lines (`count_only.rs`).
+    pub(super) count_only: bool,
+    /// The routine may write or edit files (`unchanged.rs` applies).
+    pub(super) writes: bool,
+    /// An answer to a task that asks for a change, after no write or edit succeeded.
+    pub(super) unchanged: bool,
     /// The turn offers `file_read`: a search that matched no line is followed by reading the
     /// file with it; without it, with the search's command printing every line.
     pub(super) file_read: bool,
+    /// The last failed call with the task's file in place of a path that does not exist
+    /// (`named::repath`), set by the turn before it asks for a send-back: its fix when the
+    /// failure names none.
+    pub(super) repath: Option<String>,
 }
 
 impl SentBack {
@@ -132,10 +142,12 @@ impl SentBack {
     /// gets back: the note's kind and text, and the message; marks it sent.
     pub(super) fn failure_back(
         &mut self,
+        task: &str,
         calls: &[CallRecord],
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
         let mut failure = last_failure(calls, false).filter(|_| self.fresh_failure(calls))?;
+        failure.fix = failure.fix.or_else(|| self.repath.take()).map(|f| super::count_only::fix_for(task, f));
         self.failure = true;
         self.failed.push(failed_key(calls));
         if self.file_read {
@@ -160,6 +172,7 @@ impl SentBack {
         lang: Language,
     ) -> Option<(&'static str, &'static str, String)> {
         if let Some(mut failure) = last_failure(calls, silent).filter(|_| self.fresh_failure(calls)) {
+            failure.fix = failure.fix.or_else(|| self.repath.take()).map(|f| super::count_only::fix_for(task, f));
             self.failure = true;
             self.failed.push(failed_key(calls));
             if self.file_read {
@@ -185,6 +198,14 @@ impl SentBack {
                 "window_reask",
                 "the answer came from a git log not cut to the time the task names; sent the command cut to it",
                 super::window::message(lang, &uncut),
+            ));
+        }
+        if let Some(counted) = (!self.count_only).then(|| super::count_only::count_only(task, calls)).flatten() {
+            self.count_only = true;
+            return Some((
+                "count_only_reask",
+                "the answer came from a search that only counted, and the task needs the lines; sent the search printing them",
+                super::count_only::message(lang, &counted),
             ));
         }
         if let Some(partial) = (!self.whole_word).then(|| super::whole_word::partial(calls)).flatten() {

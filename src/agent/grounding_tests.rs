@@ -300,7 +300,8 @@ fn up_to_three_different_failed_calls_go_back_in_a_turn() {
     );
     let mut sent = SentBack { file_read: true, ..SentBack::default() };
     assert!(sent.failure_pending(std::slice::from_ref(&pipe)));
-    let (_, _, first) = sent.failure_back(std::slice::from_ref(&pipe), Language::En).unwrap();
+    let (_, _, first) =
+        sent.failure_back("How many errors are in logs/app.log?", std::slice::from_ref(&pipe), Language::En).unwrap();
     assert_eq!(
         first,
         r#"Your last tool call failed. Call this instead: shell {"command":"grep -c 'error' logs/app.log"}"#

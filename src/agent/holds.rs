@@ -1,25 +1,32 @@
-//! Calls that act (a write, a stored memory) which a routine turn does not run, and what the
-//! model gets back instead (`write_check.rs`, `named::unread_before`): a guess made again over
-//! what was written since, a copy or a list of every line, a write before the task's files were
-//! read (each kind once per turn), and a write elsewhere than the file the task names (every
-//! time).
+//! Calls that act (a write, an edit, a stored memory) which a routine turn does not run, and what the
+//! model gets back instead (`write_check.rs`, `edit_check.rs`, `named::unread_before`): a guess
+//! made again over what was written since, a copy or a list of every line, a list of other
+//! lines than the task asks about, a write before the task's files were read (each kind once
+//! per turn; a held list made again gets its answer again), an edit that would not make the
+//! change asked for, and a write elsewhere than the file the task names (every time).
 
 use super::events::{CallRecord, TurnStats};
 use super::grounding::FirstCallRule;
-use super::{Agent, named, write_check};
+use super::{Agent, edit_check, named, write_check};
 use crate::llm::{ToolCall, ToolSpec};
 
 /// The holds of a turn's writes sent so far, each kind once per turn (`Agent::held_write`).
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct HeldSent {
+    /// The list writes held (`write_check::Held::Subset`), with what they got back: the same
+    /// call made again gets it again. The 1.5B model, told which hosts were down, wrote its
+    /// wrong list a second time, and that write ran (bench/README.md, stop 43).
+    lists: Vec<(String, String)>,
     /// A copy, a list of every line, or a receipt (`write_check::held`).
     copy: bool,
     /// A write before the files the task names were read (`named::unread_before`).
     unread: bool,
+    /// An edit that removes words the task names (`edit_check::EditHeld::Removes`).
+    removes: bool,
 }
 
 impl HeldSent {
-    fn any(self) -> bool {
+    fn any(&self) -> bool {
         self.copy || self.unread
     }
 }
@@ -28,8 +35,9 @@ const STALE: &str = "it repeats a write made before the reads, over the write ma
 
 impl Agent {
     /// What `call` gets back instead of running, when it is held (noted), or `None` when it
-    /// runs: a guess made again over what was written since (after any hold), the holds of
-    /// [`Agent::held_write`] not sent yet this turn, and a write elsewhere.
+    /// runs: a guess made again over what was written since (after any hold), an edit that
+    /// would not make the change asked for, a write elsewhere, and the holds of
+    /// [`Agent::held_write`] not sent yet this turn.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn hold(
         &self,
@@ -48,11 +56,15 @@ impl Agent {
             self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
             return Some(write_check::message(self.opts.language, &stale, None));
         }
-        if let Some(text) = self.held_write(task, call, calls, ctx, first, specs, sent, stats).await {
+        if let Some(text) = self.held_edit(task, call, ctx, sent) {
             return Some(text);
         }
-        // A write elsewhere than the file the task names is held every time.
-        self.held_elsewhere(task, call)
+        // A write elsewhere than the file the task names is held every time, before its content
+        // is looked at.
+        if let Some(text) = self.held_elsewhere(task, call) {
+            return Some(text);
+        }
+        self.held_write(task, call, calls, ctx, first, specs, sent, stats).await
     }
 
     /// The answer to a call that acts (a write, a stored memory) and is not run, in routine
@@ -76,8 +88,41 @@ impl Agent {
         if self.routine.is_none() || first == FirstCallRule::Free || !acts {
             return None;
         }
+        if let Some((_, back)) = sent.lists.iter().find(|(arguments, _)| *arguments == call.arguments) {
+            self.note("write_held", &format!("{}: the list held before, made again; not run", call.name));
+            return Some(back.clone());
+        }
         if let Some(held) = (!sent.copy).then(|| write_check::held(task, &call.name, &call.arguments, calls)).flatten()
         {
+            // A list the model chose runs when it names the lines the engine's selection keeps.
+            if let write_check::Held::Subset { source, at, names } = &held {
+                let one = std::slice::from_ref(&calls[*at]);
+                let selected = self.select_as(task, super::select::Ask::Which, one, stats).await?;
+                let kept = selected.kept.as_ref()?;
+                let chosen: Vec<&str> = kept.text.iter().map(|l| write_check::first_field(l)).collect();
+                let (mut sorted, mut written) = (chosen.clone(), names.iter().map(String::as_str).collect::<Vec<_>>());
+                sorted.sort_unstable();
+                written.sort_unstable();
+                if sorted == written {
+                    return None;
+                }
+                sent.copy = true;
+                self.note(
+                    "write_held",
+                    &format!(
+                        "{}: its content names other lines of {source} than the task asks about; not run",
+                        call.name
+                    ),
+                );
+                let back = write_check::message(self.opts.language, &held, Some(&selected.result));
+                // The same list of the lines asked about, as the call to make.
+                let back = match write_check::listed_call(&call.name, &call.arguments, &chosen) {
+                    Some(listed) => format!("{back}\n{}", write_check::call_instead(self.opts.language, &listed)),
+                    None => back,
+                };
+                sent.lists.push((call.arguments.clone(), back.clone()));
+                return Some(back);
+            }
             sent.copy = true;
             let (why, selected) = match &held {
                 write_check::Held::Copy { source, at } | write_check::Held::Column { source, at } => {
@@ -88,9 +133,23 @@ impl Agent {
                     } else {
                         format!("its content names every line of {source}")
                     };
+                    // "Write the number of errors to count.txt": the number of the kept lines
+                    // is what to write, not the lines (the 1.5B model wrote them, stop 43).
+                    let counted = super::select::ask_of(task) == Some(super::select::Ask::Count);
+                    if let Some((s, kept)) =
+                        selected.as_ref().and_then(|s| Some((s, s.kept.as_ref()?))).filter(|_| counted)
+                    {
+                        self.note("write_held", &format!("{}: {why}; not run, the number asked for", call.name));
+                        return Some(write_check::count_message(
+                            self.opts.language,
+                            source,
+                            &s.result,
+                            kept.values.len(),
+                        ));
+                    }
                     (why, selected.map(|s| s.result))
                 }
-                write_check::Held::Elsewhere { .. } => return None,
+                write_check::Held::Elsewhere { .. } | write_check::Held::Subset { .. } => return None,
                 write_check::Held::Receipt(_) => ("its content is an earlier write's result".to_string(), None),
                 write_check::Held::Stale(_) => (STALE.to_string(), None),
             };
@@ -111,6 +170,36 @@ impl Agent {
             &format!("{} came before the task's {list} was read; not run, asked to read first", call.name),
         );
         Some(named::held_message(self.opts.language, &files))
+    }
+
+    /// The answer to a `file_edit` of a routine turn that would not make the change the task
+    /// asks for (`edit_check.rs`): a box left as it was every time, words the task names
+    /// removed once per turn; noted.
+    fn held_edit(
+        &self,
+        task: &str,
+        call: &ToolCall,
+        ctx: &crate::tools::ToolContext,
+        sent: &mut HeldSent,
+    ) -> Option<String> {
+        self.routine.as_ref()?;
+        let held = edit_check::held(task, &call.name, &call.arguments, ctx)?;
+        match &held {
+            edit_check::EditHeld::Box { line, .. } => {
+                self.note("write_held", &format!("{}: `{line}` would keep its box; not run", call.name));
+            }
+            edit_check::EditHeld::Removes { words } => {
+                if sent.removes {
+                    return None;
+                }
+                sent.removes = true;
+                self.note(
+                    "write_held",
+                    &format!("{}: it removes \"{words}\", which the task names; not run", call.name),
+                );
+            }
+        }
+        Some(edit_check::message(self.opts.language, &held))
     }
 
     /// The answer to a `file_write` of a routine turn to a path other than the file the task

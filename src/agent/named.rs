@@ -49,8 +49,13 @@ impl Unused {
 /// as the task writes them.
 pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes: bool) -> Unused {
     let workspace = std::fs::canonicalize(&ctx.workspace).unwrap_or_else(|_| ctx.workspace.clone());
-    let used: Vec<&str> =
-        calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.arguments.as_str()).collect();
+    // A memory call's arguments name no file it used: a recall queried "ERROR lines in
+    // app.log", and the count came from the memory of the run before, not from the file.
+    let used: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.status == ToolStatus::Success && !c.tool.starts_with("memory_"))
+        .map(|c| c.arguments.as_str())
+        .collect();
     let own = path_words(&outside_data(task));
     let mut named = Unused::default();
     for word in path_words(task).into_iter().take(MAX_CANDIDATES) {
@@ -75,6 +80,26 @@ pub(super) fn unused(task: &str, calls: &[CallRecord], ctx: &ToolContext, writes
         }
     }
     named
+}
+
+/// For a last call that failed because a path it names does not exist, while the task names a
+/// file that exists and no call has used: that call with the task's file in place of the
+/// missing path, written as the model writes a call (`shell {"command":...}`). The 1.5B model,
+/// asked about `server.log`, ran `grep -c 'WARNING' logs/sync.log` twice and answered that
+/// the task could not be done (bench/README.md, stop 43). `None` otherwise.
+pub(super) fn repath(task: &str, calls: &[CallRecord], ctx: &ToolContext) -> Option<String> {
+    let last = calls.iter().rev().find(|c| c.status != ToolStatus::Duplicate)?;
+    let missing = ["does not exist", "No such file", "not found", "不存在"].iter().any(|m| last.result.contains(m));
+    if !matches!(last.status, ToolStatus::Failed | ToolStatus::Error) || !missing {
+        return None;
+    }
+    let named = unused(task, calls, ctx, false).existing.into_iter().next()?;
+    let absent = path_words(&last.arguments)
+        .into_iter()
+        .find(|w| *w != named && !ctx.resolve_read_path(w).is_ok_and(|p| p.exists()))?;
+    let arguments = last.arguments.replace(&absent, &named);
+    (arguments != last.arguments && serde_json::from_str::<serde_json::Value>(&arguments).is_ok())
+        .then(|| format!("{} {arguments}", last.tool))
 }
 
 /// Whether the turn's successful calls have used everything the task names: the task names at

@@ -67,8 +67,11 @@ impl Agent {
         // again fails. Each of those asks once per turn.
         let mut standing: Option<(&'static str, String)> = None;
         // What went back once instead of an answer (a failed look, a file read in part).
-        let mut sent =
-            grounding::SentBack { file_read: specs.iter().any(|s| s.name == "file_read"), ..Default::default() };
+        let mut sent = grounding::SentBack {
+            file_read: specs.iter().any(|s| s.name == "file_read"),
+            writes: specs.iter().any(|s| ["file_write", "file_edit"].contains(&s.name.as_str())),
+            ..Default::default()
+        };
         let mut named_sent = false;
         // A write made before the files the task names were read is held back once per turn, and
         // so is a copy (`write_check.rs`).
@@ -99,6 +102,8 @@ impl Agent {
                 // And a search for a number once its whole-word search ran (`whole_word.rs`).
                 let seen = super::window::without_uncut(message, super::capped::without_superseded(&calls_made));
                 let seen = super::whole_word::without_partial(seen);
+                // And a `grep` that only counted, once its search printed the lines (`count_only.rs`).
+                let seen = super::count_only::without_counted(seen);
                 // A count of commits is the number of commits the one `git log` shows; the last
                 // commit is the first it shows (`git_log.rs`).
                 let commits = super::capped::commits_note(message, &seen, lang)
@@ -215,6 +220,14 @@ impl Agent {
                     }
                     _ => answer,
                 };
+                // A count the engine made is a number the answer must say (`counted.rs`).
+                let counted = selection.as_ref().and_then(|(_, s)| s.as_ref()).and_then(|s| Some((s.count?, &s.note)));
+                let answer = match counted {
+                    Some((n, note)) if !silent && !answers_payload => {
+                        self.counted_answer(n, note, &request.messages, &content, answer, &mut stats).await
+                    }
+                    _ => answer,
+                };
                 content = if answers_payload && !answer.trim().is_empty() && !silent {
                     let (own, data) = payload::own_and_data(message);
                     self.cover_fields(&own, &data, &request.messages, &content, answer, &mut stats).await
@@ -252,6 +265,7 @@ impl Agent {
                 // goes back once per kind, with the tools (`grounding::SentBack::back`).
                 if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
+                    sent.repath = named::repath(message, &calls_made, &ctx);
                     if let Some((kind, note, message)) = sent.back(message, &calls_made, silent, lang) {
                         standing = Some((kind, text.clone()));
                         self.note(kind, note);
@@ -269,6 +283,18 @@ impl Agent {
                         standing = Some(("named_files_reask", text.clone()));
                         named_sent = true;
                         pending = Some(ask);
+                        look_again = true;
+                        (spent, withhold) = (Vec::new(), false);
+                        continue;
+                    }
+                }
+                // An answer that claims a change no call made (`unchanged.rs`).
+                if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
+                    let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
+                    if let Some((kind, note, message)) = sent.unchanged_back(message, &calls_made, silent, lang) {
+                        standing = Some((kind, text.clone()));
+                        self.note(kind, note);
+                        pending = Some(message);
                         look_again = true;
                         (spent, withhold) = (Vec::new(), false);
                         continue;
@@ -342,7 +368,8 @@ impl Agent {
                     // `app.log` was, and was then asked for an answer it had no result for
                     // (bench/README.md, stop 42).
                     Err(bad) if self.routine.is_some() && sent.failure_pending(&calls_made) => {
-                        if let Some((kind, note, message)) = sent.failure_back(&calls_made, lang) {
+                        sent.repath = named::repath(message, &calls_made, &ctx);
+                        if let Some((kind, note, message)) = sent.failure_back(message, &calls_made, lang) {
                             self.note(kind, &format!("{}; {note}", bad.describe()));
                             pending = Some(message);
                             look_again = true;

@@ -90,8 +90,8 @@ fn join(argv: &[String]) -> String {
 }
 
 /// A count written in digits or words (English or Chinese).
-fn number(word: &str) -> Option<u32> {
-    const WORDS: [(&str, u32); 28] = [
+pub(super) fn number(word: &str) -> Option<u32> {
+    const WORDS: [(&str, u32); 29] = [
         ("a", 1),
         ("an", 1),
         ("one", 1),
@@ -107,6 +107,7 @@ fn number(word: &str) -> Option<u32> {
         ("twelve", 12),
         ("fourteen", 14),
         ("thirty", 30),
+        ("ninety", 90),
         ("一", 1),
         ("两", 2),
         ("二", 2),

@@ -27,6 +27,10 @@ pub(super) enum Held {
     /// The content names every line of the earlier call `at`'s result (the first field of each:
     /// `test_login` of `test_login .... PASSED`), where the task asks about some of them.
     Column { source: String, at: usize },
+    /// The content names some lines of the earlier call `at`'s result by their first field
+    /// (`names`, in the written order): a list the model chose, which the engine checks against
+    /// the lines the task asks about (`holds.rs`).
+    Subset { source: String, at: usize, names: Vec<String> },
     /// The write goes to `path`, the file `named` of the task's own words put in a folder the
     /// task does not name (`reports/failing.txt` for "into failing.txt"); `call` is the same
     /// call with the named path, written as the model writes one.
@@ -76,7 +80,57 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, calls: &[CallRecord]
             return Some(if kind == 0 { Held::Copy { source, at } } else { Held::Column { source, at } });
         }
     }
-    None
+    calls.iter().enumerate().find_map(|(at, c)| {
+        let usable = c.status == ToolStatus::Success && c.tool != tool && !reads_target(c);
+        let names = usable.then(|| names_some(content, crate::tools::without_range(&c.result))).flatten()?;
+        Some(Held::Subset { source: source_of(at), at, names })
+    })
+}
+
+/// The `file_write` with `arguments` with the list `names` as its content, one a line, each
+/// with the list mark the written lines had (`- `); `None` for other calls.
+pub(super) fn listed_call(tool: &str, arguments: &str, names: &[&str]) -> Option<String> {
+    let mut args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let content = args.get("content")?.as_str()?;
+    let first = content.lines().map(str::trim_start).find(|l| !l.is_empty())?;
+    let mark: String = first.chars().take_while(|c| ['-', '*', '•', ' '].contains(c)).collect();
+    let lines: Vec<String> = names.iter().map(|n| format!("{mark}{n}")).collect();
+    let ends = if content.ends_with('\n') { "\n" } else { "" };
+    args["content"] = serde_json::Value::String(format!("{}{ends}", lines.join("\n")));
+    (tool == "file_write" && !names.is_empty()).then(|| format!("{tool} {args}"))
+}
+
+/// "Call this instead: CALL", in the reply language.
+pub(super) fn call_instead(lang: Language, call: &str) -> String {
+    match lang {
+        Language::En => format!("Call this instead: {call}"),
+        Language::Zh => format!("改为这样调用：{call}"),
+    }
+}
+
+/// The first field of a line: `web-2` of `web-2,10.0.0.12,down` or `web-2 down`.
+pub(super) fn first_field(line: &str) -> &str {
+    let line = line.trim();
+    line.split(|c: char| c.is_whitespace() || ",;:|=".contains(c)).next().unwrap_or(line)
+}
+
+/// The written names when each line of `content` (a list mark aside) is the first field of a
+/// different line of `read` (three lines or more), in its order, without naming nearly all of
+/// them (that is [`copies_column`]); `None` otherwise.
+fn names_some(content: &str, read: &str) -> Option<Vec<String>> {
+    let written: Vec<&str> = content
+        .lines()
+        .map(|l| l.trim().trim_start_matches(['-', '*', '•']).trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let source: Vec<&str> = read.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if source.len() < MIN_LINES || written.is_empty() || written.len() * 5 >= source.len() * 4 {
+        return None;
+    }
+    let at: Vec<usize> =
+        written.iter().filter_map(|w| source.iter().position(|l| l.len() > w.len() && first_field(l) == *w)).collect();
+    (at.len() == written.len() && at.windows(2).all(|p| p[0] < p[1]))
+        .then(|| written.iter().map(|w| (*w).to_string()).collect())
 }
 
 /// [`Held::Elsewhere`] for a `file_write` with `arguments` to a path other than the one the task
@@ -213,6 +267,19 @@ fn asks_for_a_copy(task: &str) -> bool {
     EN.iter().any(|w| words.contains(w)) || ZH.iter().any(|w| lower.contains(w)) || lower.contains("as is")
 }
 
+/// What a held copy of `source` gets back when the task asks for a number of its lines: the
+/// `lines` it asks about and how many there are (`n`), which is what to write.
+pub(super) fn count_message(lang: Language, source: &str, lines: &str, n: usize) -> String {
+    match lang {
+        Language::En => format!(
+            "not run: this content is `{source}` as it was read, and the task asks for a number, not the lines. These are the {n} lines of `{source}` that the task counts:\n{lines}\nWrite the number: {n}."
+        ),
+        Language::Zh => format!(
+            "未执行：这段内容就是读到的 `{source}`，而任务要的是一个数字，不是这些行。`{source}` 中任务所数的是这 {n} 行：\n{lines}\n请写入这个数字：{n}。"
+        ),
+    }
+}
+
 /// What the model gets back for a write not run; for a copy, with the lines of the source the
 /// task asks about when the engine's selection found them (`select/`): told only to write what
 /// the task asks for, the model wrote the same copy again.
@@ -242,6 +309,14 @@ pub(super) fn message(lang: Language, held: &Held, selected: Option<&str>) -> St
         (Language::Zh, Held::Column { source, .. }, None) => {
             format!("未执行：这段内容列出了 `{source}` 的每一行，而任务只问其中一部分。只写入任务要求的内容。")
         }
+        (Language::En, Held::Subset { source, .. }, Some(lines)) => format!(
+            "not run: this content names lines of `{source}` that are not the ones the task asks about. These are the lines of `{source}` that the task asks about:\n{lines}\nWrite what the task asks for about them."
+        ),
+        (Language::Zh, Held::Subset { source, .. }, Some(lines)) => format!(
+            "未执行：这段内容列出的 `{source}` 的行不是任务所问的那些。`{source}` 中任务所问的是这些行：\n{lines}\n请按任务要求写入它们的内容。"
+        ),
+        (Language::En, Held::Subset { .. }, None) => "not run: write only what the task asks for.".to_string(),
+        (Language::Zh, Held::Subset { .. }, None) => "未执行：只写入任务要求的内容。".to_string(),
         (Language::En, Held::Elsewhere { named, path, call }, _) => format!(
             "not run: the task names `{named}` as the file to write, and this call writes `{path}`. Call this instead: {call}"
         ),
@@ -280,6 +355,31 @@ mod tests {
 
     fn write(content: &str) -> String {
         serde_json::json!({ "path": "out/failing.txt", "content": content }).to_string()
+    }
+
+    #[test]
+    fn a_write_of_some_lines_by_name_is_a_list_to_check() {
+        let task = "Write the names of the hosts that are down in hosts.csv to down.txt, one per line.";
+        let hosts =
+            "host,ip,status\nweb-1,10.0.0.11,up\nweb-2,10.0.0.12,down\ndb-1,10.0.0.21,up\ncache-1,10.0.0.31,down\n";
+        let read = [call("file_read", serde_json::json!({ "path": "hosts.csv" }), hosts)];
+        let args = |content: &str| serde_json::json!({ "path": "down.txt", "content": content }).to_string();
+        assert_eq!(
+            held(task, "file_write", &args("web-2\ndb-1"), &read),
+            Some(Held::Subset { source: "hosts.csv".into(), at: 0, names: vec!["web-2".into(), "db-1".into()] })
+        );
+        assert_eq!(
+            held(task, "file_write", &args("- web-2\n- cache-1\n"), &read),
+            Some(Held::Subset { source: "hosts.csv".into(), at: 0, names: vec!["web-2".into(), "cache-1".into()] })
+        );
+        assert_eq!(held(task, "file_write", &args("2 hosts are down"), &read), None, "no line's name");
+        assert_eq!(held(task, "file_write", &args("db-1\nweb-2"), &read), None, "out of the read's order");
+        assert_eq!(first_field("web-2,10.0.0.12,down"), "web-2");
+        assert_eq!(
+            listed_call("file_write", &args("- web-2\n- db-1\n"), &["web-2", "cache-1"]).as_deref(),
+            Some(r#"file_write {"content":"- web-2\n- cache-1\n","path":"down.txt"}"#)
+        );
+        assert_eq!(first_field("  test_login .... FAILED"), "test_login");
     }
 
     #[test]
@@ -388,7 +488,15 @@ mod tests {
         let all = "Write the names of all tests from reports/tests.txt into names.txt.";
         assert_eq!(held(all, "file_write", &names.to_string(), &read), None, "all of them asked");
         let some = serde_json::json!({ "path": "failing.txt", "content": "test_checkout\ntest_pdf" });
-        assert_eq!(held(task, "file_write", &some.to_string(), &read), None, "the ones asked");
+        // Some of them: a list the engine checks against its selection (`holds.rs`).
+        assert_eq!(
+            held(task, "file_write", &some.to_string(), &read),
+            Some(Held::Subset {
+                source: "reports/tests.txt".into(),
+                at: 0,
+                names: vec!["test_checkout".into(), "test_pdf".into()]
+            })
+        );
     }
 
     #[test]

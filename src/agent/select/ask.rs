@@ -81,6 +81,14 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
     if different {
         return Some(Ask::Distinct);
     }
+    // "How many seconds did the builds take together": a unit of measure with a word of adding
+    // up is a total, not a count of lines (the 1.5B model added 184, 97, 203 and 176 to 750).
+    let summed = ["together", "total", "altogether", "combined", "sum", "all"].iter().any(|w| has(w))
+        || ["一共", "总共", "加起来"].iter().any(|p| phrase(p));
+    let unit = words.windows(3).any(|w| w[0] == "how" && w[1] == "many" && super::phrase::is_unit(w[2]));
+    if summed && unit {
+        return Some(Ask::Total);
+    }
     if ["how many", "number of", "count the"].iter().any(|p| phrase(p))
         || ["多少", "几个", "几条", "几次", "几行"].iter().any(|p| phrase(p))
     {

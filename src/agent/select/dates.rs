@@ -107,13 +107,114 @@ fn side(task: &str, at: &std::ops::Range<usize>) -> Option<Side> {
     ZH.iter().find(|(w, _)| after.starts_with(w)).map(|(_, s)| *s)
 }
 
-/// The engine's selection of records by the task's date: the phrase it compared by (`before
-/// 2026-12-01`) and a flag per record (a record without a date, a heading, is not kept). `None`
-/// when the task puts no comparison word at its date, fewer than two records hold a
-/// `YYYY-MM-DD` date, or one holds more than one.
-pub(super) fn by_date(task: &str, records: &[String]) -> Option<(String, Vec<bool>)> {
+/// The dates a task keeps: the lowest and the highest (each with whether that date itself is
+/// kept), and how the note says it (`a date before 2026-12-01`).
+struct Span {
+    lo: Option<(String, bool)>,
+    hi: Option<(String, bool)>,
+    phrase: String,
+}
+
+impl Span {
+    fn keeps(&self, date: &str) -> bool {
+        let above =
+            self.lo.as_ref().is_none_or(|(lo, with)| if *with { date >= lo.as_str() } else { date > lo.as_str() });
+        let below =
+            self.hi.as_ref().is_none_or(|(hi, with)| if *with { date <= hi.as_str() } else { date < hi.as_str() });
+        above && below
+    }
+}
+
+/// The span of a date the task writes after a comparison word.
+fn written_span(task: &str) -> Option<Span> {
     let (_, iso, at) = task_date_at(task)?;
     let side = side(task, &at)?;
+    let (lo, hi, word) = match side {
+        Side::Before => (None, Some((iso.clone(), false)), "before"),
+        Side::ByOrBefore => (None, Some((iso.clone(), true)), "on or before"),
+        Side::After => (Some((iso.clone(), false)), None, "after"),
+        Side::OnOrAfter => (Some((iso.clone(), true)), None, "on or after"),
+    };
+    Some(Span { lo, hi, phrase: format!("a date {word} {iso}") })
+}
+
+/// "In the next 30 days", "within 2 weeks" (of something that expires or falls due), 未来30天.
+static COMING: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(in|within|over)\s+(?:the\s+)?(next|coming)?\s*(\d{1,3}|a|one|two|three|four|five|six|seven|ten|fourteen|thirty|ninety)\s+(day|week|month)s?\b").ok()
+});
+static ZH_COMING: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?:未来|接下来|今后)\s*(\d{1,3})\s*天|(\d{1,3})\s*天(?:之内|以内|内)").ok());
+
+/// The span a task gives relative to `today`: what has "already expired" or is "overdue" lies
+/// before today; what expires "in the next 30 days" lies from today to 30 days on. `None` when
+/// it says neither, or negates the past ("not expired", "still valid").
+fn relative_span(task: &str, today: chrono::NaiveDate) -> Option<Span> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let has = |w: &str| words.contains(&w);
+    let negated = ["not", "unexpired", "valid", "yet", "haven", "hasn", "isn", "aren", "never"].iter().any(|w| has(w))
+        || ["未过期", "没有过期", "没过期", "有效"].iter().any(|w| task.contains(w));
+    let past = !negated
+        && (["expired", "overdue", "lapsed"].iter().any(|w| has(w))
+            || lower.contains("past due")
+            || lower.contains("past their")
+            || ["已过期", "过期了", "逾期", "已到期", "已经到期", "已经过期"].iter().any(|w| task.contains(w)));
+    let today_iso = today.format("%Y-%m-%d").to_string();
+    const EVENTS: [&str; 10] =
+        ["expire", "expires", "expiring", "due", "renew", "renews", "renewal", "ends", "end", "lapse"];
+    let coming = COMING
+        .as_ref()
+        .and_then(|re| re.captures(task))
+        .filter(|c| c.get(2).is_some() || words.iter().any(|w| EVENTS.contains(w)))
+        .and_then(|c| {
+            let n = crate::agent::window::number(&c.get(3)?.as_str().to_lowercase())?;
+            match c.get(4)?.as_str().to_lowercase().as_str() {
+                "day" => today.checked_add_days(chrono::Days::new(u64::from(n))),
+                "week" => today.checked_add_days(chrono::Days::new(u64::from(n) * 7)),
+                _ => today.checked_add_months(chrono::Months::new(n)),
+            }
+        })
+        .or_else(|| {
+            let c = ZH_COMING.as_ref()?.captures(task)?;
+            let n: u64 = c.get(1).or_else(|| c.get(2))?.as_str().parse().ok()?;
+            today.checked_add_days(chrono::Days::new(n))
+        });
+    match (coming, past) {
+        (Some(end), false) => {
+            let end = end.format("%Y-%m-%d").to_string();
+            Some(Span {
+                lo: Some((today_iso.clone(), true)),
+                hi: Some((end.clone(), true)),
+                phrase: format!("a date from today ({today_iso}) to {end}"),
+            })
+        }
+        (Some(end), true) => {
+            let end = end.format("%Y-%m-%d").to_string();
+            Some(Span { lo: None, hi: Some((end.clone(), true)), phrase: format!("a date on or before {end}") })
+        }
+        (None, true) => Some(Span {
+            lo: None,
+            hi: Some((today_iso.clone(), false)),
+            phrase: format!("a date before today ({today_iso})"),
+        }),
+        (None, false) => None,
+    }
+}
+
+/// Whether the task bounds a date: one it writes after a comparison word, or one relative to
+/// today ("already expired", "in the next 30 days").
+pub(super) fn bounds(task: &str) -> bool {
+    written_span(task).is_some()
+        || chrono::NaiveDate::from_ymd_opt(2000, 1, 1).is_some_and(|d| relative_span(task, d).is_some())
+}
+
+/// The engine's selection of records by a date: the phrase it compared by (`a date before
+/// 2026-12-01`) and a flag per record (a record without a date, a heading, is not kept). The
+/// date is one the task writes after a comparison word, or else one its words give relative to
+/// `today` ([`relative_span`]). `None` when the task bounds no date, fewer than two records hold
+/// a `YYYY-MM-DD` date, or one holds more than one.
+pub(super) fn by_date(task: &str, records: &[String], today: chrono::NaiveDate) -> Option<(String, Vec<bool>)> {
+    let span = written_span(task).or_else(|| relative_span(task, today))?;
     let re = ISO.as_ref()?;
     let mut dated = 0;
     let flags = records
@@ -122,24 +223,10 @@ pub(super) fn by_date(task: &str, records: &[String]) -> Option<(String, Vec<boo
             let mut dates = re.find_iter(r);
             let Some(date) = dates.next().map(|d| d.as_str()) else { return Some(false) };
             dated += 1;
-            dates.next().is_none().then(|| match side {
-                Side::Before => date < iso.as_str(),
-                Side::ByOrBefore => date <= iso.as_str(),
-                Side::After => date > iso.as_str(),
-                Side::OnOrAfter => date >= iso.as_str(),
-            })
+            dates.next().is_none().then(|| span.keeps(date))
         })
         .collect::<Option<Vec<bool>>>()?;
-    if dated < 2 {
-        return None;
-    }
-    let word = match side {
-        Side::Before => "before",
-        Side::ByOrBefore => "on or before",
-        Side::After => "after",
-        Side::OnOrAfter => "on or after",
-    };
-    Some((format!("{word} {iso}"), flags))
+    (dated >= 2).then_some((span.phrase, flags))
 }
 
 /// The sentence for the code request when the task names a date and the records write dates as
@@ -221,6 +308,10 @@ pub(super) fn days_note(lang: Language, task: &str, value: f64, today: chrono::N
 mod tests {
     use super::*;
 
+    fn day() -> chrono::NaiveDate {
+        chrono::NaiveDate::from_ymd_opt(2026, 11, 28).unwrap_or_default()
+    }
+
     #[test]
     fn a_date_in_words_is_written_as_the_records_write_theirs() {
         let lines = "- Renew TLS certificate (due 2026-11-30)\n- Rotate API keys (due 2027-01-15)";
@@ -241,37 +332,78 @@ mod tests {
     }
 
     #[test]
+    fn what_expired_or_comes_soon_is_dated_against_today() {
+        let rows: Vec<String> =
+            ["jsmith,pro,2025-03-01", "akumar,team,2031-06-30", "lnguyen,pro,2026-11-28", "mg,free,2026-12-20"]
+                .map(String::from)
+                .to_vec();
+        let expired = "Which accounts in accounts.csv have already expired?";
+        assert_eq!(
+            by_date(expired, &rows, day()),
+            Some(("a date before today (2026-11-28)".into(), vec![true, false, false, false]))
+        );
+        assert_eq!(
+            by_date("Which invoices are overdue?", &rows, day()).map(|(_, f)| f),
+            Some(vec![true, false, false, false])
+        );
+        assert_eq!(by_date("哪些账号已过期？", &rows, day()).map(|(_, f)| f), Some(vec![true, false, false, false]));
+        let soon = "Which accounts expire in the next 30 days?";
+        assert_eq!(
+            by_date(soon, &rows, day()),
+            Some(("a date from today (2026-11-28) to 2026-12-28".into(), vec![false, false, true, true]))
+        );
+        let weeks = "Which renewals are due within 2 weeks?";
+        assert_eq!(by_date(weeks, &rows, day()).map(|(_, f)| f), Some(vec![false, false, true, false]));
+        assert_eq!(
+            by_date("哪些账号未来30天内到期？", &rows, day()).map(|(_, f)| f),
+            Some(vec![false, false, true, true])
+        );
+        for task in [
+            "Which accounts have not expired?",
+            "Which accounts are still valid?",
+            "Which users logged in within 2 days?",
+            "Which accounts are on the pro plan?",
+        ] {
+            assert_eq!(by_date(task, &rows, day()), None, "{task}");
+        }
+    }
+
+    #[test]
     fn the_engine_keeps_the_records_on_the_side_of_the_date_the_task_asks() {
         let lines: Vec<String> =
             ["- Renew TLS (due 2026-11-30)", "- Rotate keys (due 2027-01-15)", "- Pay (due 2026-12-01)"]
                 .map(String::from)
                 .to_vec();
         let task = "Which tasks in tasks.md are due before December 1, 2026?";
-        assert_eq!(by_date(task, &lines), Some(("before 2026-12-01".into(), vec![true, false, false])));
+        assert_eq!(by_date(task, &lines, day()), Some(("a date before 2026-12-01".into(), vec![true, false, false])));
         let by = "Which tasks are due by 1 Dec 2026?";
-        assert_eq!(by_date(by, &lines), Some(("on or before 2026-12-01".into(), vec![true, false, true])));
-        let after = "Which contracts end after 2026-12-01?";
-        assert_eq!(by_date(after, &lines).map(|(_, f)| f), Some(vec![false, true, false]));
         assert_eq!(
-            by_date("哪些任务在2026年12月1日之前到期？", &lines).map(|(_, f)| f),
+            by_date(by, &lines, day()),
+            Some(("a date on or before 2026-12-01".into(), vec![true, false, true]))
+        );
+        let after = "Which contracts end after 2026-12-01?";
+        assert_eq!(by_date(after, &lines, day()).map(|(_, f)| f), Some(vec![false, true, false]));
+        assert_eq!(
+            by_date("哪些任务在2026年12月1日之前到期？", &lines, day()).map(|(_, f)| f),
             Some(vec![true, false, false])
         );
-        assert_eq!(by_date("What was due on December 1, 2026?", &lines), None, "no comparison word");
-        assert_eq!(by_date("Which are due before December 1, 2026?", &["- no date".to_string()]), None);
+        assert_eq!(by_date("What was due on December 1, 2026?", &lines, day()), None, "no comparison word");
+        assert_eq!(by_date("Which are due before December 1, 2026?", &["- no date".to_string()], day()), None);
         let headed: Vec<String> = [vec!["# Tasks".to_string()], lines.clone()].concat();
         assert_eq!(
-            by_date(task, &headed).map(|(_, f)| f),
+            by_date(task, &headed, day()).map(|(_, f)| f),
             Some(vec![false, true, false, false]),
             "a heading is no task"
         );
         let two = ["from 2026-11-01 to 2026-11-30".to_string()];
-        assert_eq!(by_date(task, &two), None, "two dates in a record: which one is not known");
-        assert_eq!(by_date("Which were filed nearby December 1, 2026?", &lines), None, "`by` as a word only");
+        assert_eq!(by_date(task, &two, day()), None, "two dates in a record: which one is not known");
+        assert_eq!(by_date("Which were filed nearby December 1, 2026?", &lines, day()), None, "`by` as a word only");
     }
 
     #[test]
     fn the_patterns_compile() {
         assert!(ISO.is_some() && MONTH_FIRST.is_some() && DAY_FIRST.is_some() && ZH.is_some());
+        assert!(COMING.is_some() && ZH_COMING.is_some());
     }
 
     #[test]

@@ -76,6 +76,10 @@ def text(item):
         v = key(item)
     except Exception:
         return None
+    # A pair (the user and the address) is keyed by its first part: the 1.5B model returned
+    # `(username, ip_address)` for "which user".
+    if isinstance(v, (tuple, list)):
+        v = v[0] if v else None
     if v is None or isinstance(v, bool):
         return None
     v = str(v).strip()

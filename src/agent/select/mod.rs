@@ -25,8 +25,10 @@ use super::{Agent, items, python};
 
 mod ask;
 mod checklist;
+mod clock;
 pub(super) mod condition;
 mod dates;
+mod frequency;
 mod harness;
 mod notes;
 mod phrase;
@@ -49,9 +51,9 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const CODE_TOKENS: u32 = 300;
 
 /// Which of the engine's own rules kept records without a model call.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Rule {
-    /// A date the task compares with (`dates.rs`).
+    /// A date or a time of day the task compares with (`dates.rs`, `clock.rs`).
     Date,
     /// The boxes of a task list (`checklist.rs`).
     Box,
@@ -70,6 +72,9 @@ pub(super) struct Selected {
     pub note: String,
     /// For a "which" task, the kept records, which the answer must name (`items::cover_items`).
     pub kept: Option<items::Kept>,
+    /// For a count, the number the engine counted, which the answer must say
+    /// (`turn::counted_answer`).
+    pub count: Option<usize>,
 }
 
 impl Agent {
@@ -89,15 +94,16 @@ impl Agent {
         {
             let note = newest_note(self.opts.language, &source_of(&calls[newest.call]), newest.of, newest.by);
             self.note("records_selection", &note);
-            return Some(Selected { call: newest.call, result: newest.section, note, kept: None });
+            return Some(Selected { call: newest.call, result: newest.section, note, kept: None, count: None });
         }
         if !applies(task, calls) {
             return None;
         }
-        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, None), printed(calls)) {
+        let printed = printed(calls).filter(|_| !bounds_time(task));
+        if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, None, false), printed) {
             let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
             self.note("records_selection", &note);
-            return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
+            return Some(Selected { call, result: calls[call].result.clone(), note, kept: None, count: Some(lines) });
         }
         self.select_as(task, ask_of(task)?, calls, stats).await
     }
@@ -112,11 +118,19 @@ impl Agent {
         calls: &[CallRecord],
         stats: &mut TurnStats,
     ) -> Option<Selected> {
-        let (call, records) = the_one(calls, Some(ask))?;
+        let (call, records) = the_one(calls, Some(ask), bounds_time(task))?;
         let ask = if ask == Ask::Count && counts_a_field(task, &records) { Ask::Total } else { ask };
+        let ask = if matches!(ask, Ask::Least | Ask::Most) {
+            phrase::by_duration(task, &records).unwrap_or(ask)
+        } else {
+            ask
+        };
         let shown = records.shown()?;
         let source = source_of(&calls[call]);
+        // "The most failed logins": counted per value, not compared by a number.
+        let per_value = matches!(ask, Ask::Least | Ask::Most) && frequency::counts_per(task, &records);
         let name = match ask {
+            _ if per_value => "key",
             Ask::Least | Ask::Most | Ask::Total | Ask::Average => "value",
             Ask::Distinct => "key",
             Ask::Count | Ask::Which | Ask::Share | Ask::Last => "keep",
@@ -124,13 +138,28 @@ impl Agent {
         // A date the task compares with is compared by the engine.
         if matches!(ask, Ask::Count | Ask::Which | Ask::Share) {
             let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
-            let by_date = dates::by_date(task, &lines).map(|(phrase, flags)| (phrase, flags, Rule::Date));
+            let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
+            let by_date = dates::by_date(task, &lines, today)
+                .or_else(|| clock::by_clock(task, &lines))
+                .map(|(phrase, flags)| (phrase, flags, Rule::Date));
             let by_rule = by_date
                 .or_else(|| {
                     checklist::by_box(task, &lines).map(|(phrase, flags)| (phrase.to_string(), flags, Rule::Box))
                 })
                 .or_else(|| status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status)));
-            if let Some((phrase, flags, rule)) = by_rule {
+            if let Some((mut phrase, mut flags, rule)) = by_rule {
+                // "Errors after 14:00": the lines in the time that also hold the task's word
+                // (`error` of `ERROR`), when some of them do and some do not.
+                if rule == Rule::Date
+                    && let Some((word, holds)) = task_phrase(task, &records)
+                {
+                    let both: Vec<bool> = flags.iter().zip(&holds).map(|(f, h)| *f && *h).collect();
+                    let (n, within) = (both.iter().filter(|f| **f).count(), flags.iter().filter(|f| **f).count());
+                    if n > 0 && n < within {
+                        phrase = format!("{phrase} and hold \"{word}\"");
+                        flags = both;
+                    }
+                }
                 let kept = flags.iter().filter(|f| **f).count();
                 let some = kept > 0 && kept < flags.len();
                 let named = (ask == Ask::Which && some).then(|| {
@@ -151,12 +180,12 @@ impl Agent {
                 };
                 let result = if some { records.keep(&flags) } else { calls[call].result.clone() };
                 let by = match rule {
-                    Rule::Date => "date",
+                    Rule::Date => "date or time",
                     Rule::Box => "task-list box",
                     Rule::Status => "status class",
                 };
                 self.note("records_selection", &format!("the {} of `{source}` by {by}: {note}", noun(records.shape)));
-                return Some(Selected { call, result, note, kept: named });
+                return Some(Selected { call, result, note, kept: named, count: (ask == Ask::Count).then_some(kept) });
             }
         }
         // The first or the last in time of records that each hold one date is the engine's pick.
@@ -170,11 +199,11 @@ impl Agent {
                     note = format!("{note} {days}");
                 }
                 self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
-                return Some(Selected { call, result: calls[call].result.clone(), note, kept: None });
+                return Some(Selected { call, result: calls[call].result.clone(), note, kept: None, count: None });
             }
         }
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
-        let mut messages = request(task, ask, records.shape, &source, &shown);
+        let mut messages = request(task, ask, per_value, records.shape, &source, &shown);
         let what = format!("the {} of `{source}`", noun(records.shape));
         let data = serde_json::Value::Array(records.values.clone()).to_string();
         let harness = format!(
@@ -220,6 +249,31 @@ impl Agent {
             };
             let last = out.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
             let selected = match ask {
+                Ask::Least | Ask::Most if per_value => {
+                    let keys =
+                        serde_json::from_str::<Vec<Option<String>>>(last).ok().filter(|k| k.len() == records.len());
+                    let Some(keys) = keys.filter(|_| out.code == Some(0)) else {
+                        let why = python::failure(last, out.code);
+                        self.note("records_selection", &format!("{what} were not counted per value: {why}"));
+                        return None;
+                    };
+                    // Only values the result holds count, and only those reach the note.
+                    let result = &calls[call].result;
+                    let keys: Vec<Option<String>> =
+                        keys.into_iter().map(|k| k.filter(|k| !k.is_empty() && result.contains(k.as_str()))).collect();
+                    let counts = frequency::tally(&keys);
+                    let Some(note) = (counts.len() >= 2)
+                        .then(|| frequency::note(lang, &source, &counts, ask == Ask::Most))
+                        .flatten()
+                    else {
+                        self.note(
+                            "records_selection",
+                            &format!("{what} were not counted per value: fewer than two values"),
+                        );
+                        return None;
+                    };
+                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
+                }
                 Ask::Distinct => {
                     let keys =
                         serde_json::from_str::<Vec<Option<String>>>(last).ok().filter(|k| k.len() == records.len());
@@ -239,7 +293,7 @@ impl Agent {
                         return None;
                     }
                     let note = distinct_note(lang, &source, &different);
-                    Selected { call, result: calls[call].result.clone(), note, kept: None }
+                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
                 }
                 Ask::Count | Ask::Which | Ask::Share | Ask::Last => {
                     let flags = serde_json::from_str::<Vec<bool>>(last).ok().filter(|f| f.len() == records.len());
@@ -270,6 +324,7 @@ impl Agent {
                             result: records.keep(&flags),
                             note: phrase_note(lang, &source, &phrase, kept, flags.len()),
                             kept: None,
+                            count: (ask == Ask::Count).then_some(kept),
                         };
                         self.note(
                             "records_selection",
@@ -317,7 +372,7 @@ impl Agent {
                     if ask == Ask::Last {
                         let last = flags.iter().rposition(|f| *f).unwrap_or_default();
                         let note = last_note(lang, records.shape, &source, kept, &records.line(last));
-                        let selected = Selected { call, result: records.keep(&flags), note, kept: None };
+                        let selected = Selected { call, result: records.keep(&flags), note, kept: None, count: None };
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -337,6 +392,7 @@ impl Agent {
                             kept_note(lang, ask, records.shape, &source, kept, flags.len())
                         },
                         kept: named,
+                        count: (ask == Ask::Count).then_some(kept),
                     }
                 }
                 Ask::Least | Ask::Most | Ask::Total | Ask::Average => {
@@ -382,7 +438,8 @@ impl Agent {
                             (counted, records.len()),
                             &calls[call].result,
                         );
-                        let selected = Selected { call, result: calls[call].result.clone(), note, kept: None };
+                        let selected =
+                            Selected { call, result: calls[call].result.clone(), note, kept: None, count: None };
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -402,7 +459,8 @@ impl Agent {
                             (counted, records.len()),
                             &calls[call].result,
                         );
-                        let selected = Selected { call, result: calls[call].result.clone(), note, kept: None };
+                        let selected =
+                            Selected { call, result: calls[call].result.clone(), note, kept: None, count: None };
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -424,7 +482,7 @@ impl Agent {
                     if let Some(days) = dates.then(|| dates::days_note(lang, task, value, today)).flatten() {
                         note = format!("{note} {days}");
                     }
-                    Selected { call, result: calls[call].result.clone(), note, kept: None }
+                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
                 }
             };
             self.note("records_selection", &format!("{what}: {}", selected.note));
@@ -438,8 +496,8 @@ impl Agent {
 /// something of a list, and one result holds records of a shape that ask can use.
 pub(super) fn applies(task: &str, calls: &[CallRecord]) -> bool {
     let ask = ask_of(task);
-    match (ask, the_one(calls, ask)) {
-        (Some(ask), Some((_, records))) => records.shape != Shape::Lines || ask != Ask::Total,
+    match (ask, the_one(calls, ask, bounds_time(task))) {
+        (Some(_), Some(_)) => true,
         (Some(Ask::Count), None) => printed(calls).is_some(),
         _ => false,
     }
@@ -452,7 +510,7 @@ pub(super) fn reask(task: &str, calls: &[CallRecord], answer: &str) -> bool {
     if !applies(task, calls) {
         return false;
     }
-    match (the_one(calls, ask_of(task)), printed(calls)) {
+    match (the_one(calls, ask_of(task), bounds_time(task)), printed(calls)) {
         (None, Some((_, lines))) => !says_number(answer, lines),
         _ => true,
     }
@@ -504,10 +562,28 @@ fn prints_whole(call: &CallRecord) -> bool {
     }
 }
 
-/// Whether `ask` picks one record (the least or the most), for which a text of fewer lines is
-/// records too ([`the_one`]).
+/// Whether every line of `text` (three or more) begins with a word of one shape, digits aside:
+/// a log's `10:01`, a list's `-`. A file of settings (`host = a`, `port = 1`) does not.
+fn begin_alike(text: &str) -> bool {
+    let shape = |line: &str| -> Option<String> {
+        let word = line.split_whitespace().next()?;
+        Some(word.chars().map(|c| if c.is_ascii_digit() { '0' } else { c }).collect())
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let first = lines.first().and_then(|l| shape(l));
+    lines.len() >= 3 && first.is_some() && lines.iter().all(|l| shape(l) == first)
+}
+
+/// Whether the task keeps records by a date or a time of day it bounds ("after 14:00", "due
+/// before 2026-12-01", "already expired"): a count of matching lines cannot answer it.
+pub(super) fn bounds_time(task: &str) -> bool {
+    clock::bounds(task) || dates::bounds(task)
+}
+
+/// Whether `ask` picks one record (the least or the most) or works out one number over all of
+/// them (a mean, a total), for which a text of fewer lines is records too ([`the_one`]).
 fn picks(ask: Ask) -> bool {
-    matches!(ask, Ask::Least | Ask::Most | Ask::Last | Ask::Average)
+    matches!(ask, Ask::Least | Ask::Most | Ask::Last | Ask::Average | Ask::Total)
 }
 
 /// The one successful call of the turn whose result holds records for `ask` (a listing of files
@@ -516,8 +592,9 @@ fn picks(ask: Ask) -> bool {
 /// six, or from three for a pick (the least, the most, the last: lines alike, each with a digit)
 /// and for "which" over a file read whole or a page fetched with at most one heading (its lines
 /// are what it lists; a command's output, a git log's `Author:` and `Date:` lines, is not a list to pick
-/// from, nor is a document of sections).
-fn the_one(calls: &[CallRecord], ask: Option<Ask>) -> Option<(usize, Records<'_>)> {
+/// from, nor is a document of sections), and for a count over lines that begin alike, in a file
+/// or a page, or in any output when the task bounds a date or a time (`timed`).
+fn the_one(calls: &[CallRecord], ask: Option<Ask>, timed: bool) -> Option<(usize, Records<'_>)> {
     let mut seen: Vec<(&str, &str)> = Vec::new();
     let mut found = Vec::new();
     let few = ask.is_some_and(picks);
@@ -542,7 +619,13 @@ fn the_one(calls: &[CallRecord], ask: Option<Ask>) -> Option<(usize, Records<'_>
         let headings = text.lines().filter(|l| l.trim_start().starts_with('#')).count();
         let listed =
             ask == Some(Ask::Which) && ["file_read", "http_request"].contains(&call.tool.as_str()) && headings <= 1;
-        let min_lines = if few || listed { 3 } else { records::MIN_LINES };
+        // A count over a short log: "count the ERROR lines" of three lines, which the 1.5B model
+        // counted as 3 for 2 (stop 43). Lines that begin alike (a time, a list mark) are records,
+        // as are a command's when the task bounds their time (`timed`: "since 08:30").
+        let counted = matches!(ask, Some(Ask::Count | Ask::Share))
+            && (timed || ["file_read", "http_request"].contains(&call.tool.as_str()))
+            && begin_alike(text);
+        let min_lines = if few || listed || counted { 3 } else { records::MIN_LINES };
         let document = ["file_read", "http_request"].contains(&call.tool.as_str());
         if let Some(records) = Records::of_lines_from(text.trim(), min_lines, document) {
             // A pick among lines needs lines alike: each holds a number or a date (a listing,
@@ -578,13 +661,14 @@ fn noun(shape: Shape) -> &'static str {
 }
 
 /// The request for the function. English whatever the routine's language: it asks for code.
-fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec<crate::llm::Message> {
+fn request(task: &str, ask: Ask, per_value: bool, shape: Shape, source: &str, shown: &str) -> Vec<crate::llm::Message> {
     use crate::llm::Message;
     let of = format!("The {} of `{source}`", noun(shape));
     // The records are what a tool returned, fenced like every outside text in a prompt (SPEC §8).
     let shown = crate::routine::template::fence(shown);
     let ask_kind = ask;
     let ask = match (ask, shape) {
+        _ if per_value => frequency::instruction(shape),
         (Ask::Least | Ask::Most, Shape::Lines) => {
             "Write a Python function `value(line: str) -> float` that returns the number the task compares, for one \
              line (a date as it is written), or None for a line without one."
@@ -600,6 +684,10 @@ fn request(task: &str, ask: Ask, shape: Shape, source: &str, shown: &str) -> Vec
         (Ask::Average, _) => {
             "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
              averages. If the task averages only some of the items, return None for the others."
+        }
+        (Ask::Total, Shape::Lines) => {
+            "Write a Python function `value(line: str) -> float` that returns the number of one line that the task \
+             adds up, or None for a line without one."
         }
         (Ask::Total, _) => {
             "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
@@ -654,17 +742,31 @@ fn distinct(keys: &[Option<String>]) -> (Vec<String>, usize) {
 /// Whether a count asks for an amount held in a field rather than a number of records: "how
 /// many hours did Ana log" over rows with an `hours` column is a total of that column (the
 /// 1.5B model counted rows, or added every row's hours, bench/README.md, stop 39). The word
-/// after "how many" names a field (also without or with a plural `s`) whose values are numbers.
+/// after "how many" names a field (also without or with a plural `s`) whose values are numbers,
+/// or, over lines, a unit most lines write after a number ("how many seconds" over
+/// `duration=184s`, [`phrase::measures`]).
 fn counts_a_field(task: &str, records: &Records<'_>) -> bool {
-    if records.shape == Shape::Lines {
-        return false;
-    }
     let lower = task.to_lowercase();
-    let Some(word) = lower.split("how many ").nth(1).and_then(|rest| {
-        rest.split(|c: char| !c.is_alphanumeric() && c != '_').find(|w| !w.is_empty()).map(str::to_string)
-    }) else {
+    const ZH_UNITS: [(&str, &str); 5] =
+        [("毫秒", "ms"), ("秒", "seconds"), ("分钟", "minutes"), ("小时", "hours"), ("字节", "bytes")];
+    let zh = ZH_UNITS
+        .iter()
+        .find(|(unit, _)| ["多少", "几"].iter().any(|q| task.contains(&format!("{q}{unit}"))))
+        .map(|(_, word)| (*word).to_string());
+    let Some(word) = lower
+        .split("how many ")
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(|c: char| !c.is_alphanumeric() && c != '_').find(|w| !w.is_empty()).map(str::to_string)
+        })
+        .or(zh)
+    else {
         return false;
     };
+    if records.shape == Shape::Lines {
+        let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
+        return phrase::measures(&word, &lines);
+    }
     let names = |field: &str| {
         let field = field.to_lowercase();
         field == word

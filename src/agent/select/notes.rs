@@ -38,7 +38,8 @@ pub(super) fn phrase_note(lang: Language, source: &str, phrase: &str, kept: usiz
 }
 
 /// What the answer request says about the records the engine kept by the task's date
-/// (`dates.rs`): `phrase` is the side and the date (`before 2026-12-01`).
+/// (`dates.rs`, `clock.rs`): `phrase` is what they have (`a date before 2026-12-01`, `a time
+/// after 14:00`).
 pub(super) fn dated_note(lang: Language, shape: Shape, source: &str, phrase: &str, kept: usize, of: usize) -> String {
     let noun = match shape {
         Shape::Json => "items",
@@ -46,13 +47,15 @@ pub(super) fn dated_note(lang: Language, shape: Shape, source: &str, phrase: &st
         Shape::Lines => "lines",
     };
     match (lang, kept) {
-        (Language::En, 0) => format!("(None of the {of} {noun} of `{source}` has a date {phrase}.)"),
-        (Language::En, _) => format!(
-            "({kept} of the {of} {noun} of `{source}` have a date {phrase}; the data above shows only those {kept}.)"
-        ),
-        (Language::Zh, 0) => format!("（`{source}` 的 {of} 条记录中没有日期在 {phrase} 的。）"),
+        (Language::En, 0) => format!("(None of the {of} {noun} of `{source}` has {phrase}.)"),
+        (Language::En, _) => {
+            format!("({kept} of the {of} {noun} of `{source}` have {phrase}; the data above shows only those {kept}.)")
+        }
+        (Language::Zh, 0) => format!("（`{source}` 的 {of} 条记录中没有符合条件 \"{phrase}\" 的。）"),
         (Language::Zh, _) => {
-            format!("（`{source}` 的 {of} 条记录中有 {kept} 条的日期在 {phrase}；上面的数据只列出了这 {kept} 条。）")
+            format!(
+                "（`{source}` 的 {of} 条记录中有 {kept} 条符合条件 \"{phrase}\"；上面的数据只列出了这 {kept} 条。）"
+            )
         }
     }
 }

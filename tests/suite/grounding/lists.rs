@@ -68,7 +68,8 @@ async fn the_ticked_boxes_of_a_task_list_are_counted_without_a_function() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_date_to_come_and_the_days_to_it_are_stated() {
     let mock = MockLlm::start().await;
-    let today = chrono::Utc::now().date_naive();
+    // The project's zone (Asia/Shanghai): its date is a day ahead of UTC's from 16:00 UTC.
+    let today = chrono::Utc::now().with_timezone(&chrono_tz::Asia::Shanghai).date_naive();
     let date = |days: i64| (today + chrono::Duration::days(days)).format("%Y-%m-%d").to_string();
     let certs = format!(
         "api.acme.test     expires {}\nwww.acme.test     expires {}\nmail.acme.test    expires {}\n",

@@ -5,6 +5,7 @@
 mod code_check;
 mod commands;
 mod difference;
+mod edits;
 mod failures;
 mod first_call;
 mod git_counts;
@@ -21,6 +22,7 @@ mod runs;
 mod select;
 mod select_values;
 mod silence_values;
+mod times;
 mod windows;
 mod writes;
 

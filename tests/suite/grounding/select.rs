@@ -649,7 +649,7 @@ async fn the_lines_before_a_date_the_task_names_are_kept_by_the_engine() {
     assert_eq!(
         notes(&p.show(1).await),
         [
-            "the lines of `tasks.md` by date: (2 of the 5 lines of `tasks.md` have a date before 2026-12-01; the data above shows only those 2.)"
+            "the lines of `tasks.md` by date or time: (2 of the 5 lines of `tasks.md` have a date before 2026-12-01; the data above shows only those 2.)"
         ]
     );
     mock.assert_clean();
