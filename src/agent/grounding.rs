@@ -151,7 +151,7 @@ impl SentBack {
         self.failure = true;
         self.failed.push(failed_key(calls));
         if self.file_read {
-            failure.print_all = None;
+            failure.print_all = failure.print_all.as_deref().and_then(read_instead);
         }
         Some(("failed_check_reask", "sent the failure back", failure_message(lang, &failure)))
     }
@@ -176,7 +176,7 @@ impl SentBack {
             self.failure = true;
             self.failed.push(failed_key(calls));
             if self.file_read {
-                failure.print_all = None;
+                failure.print_all = failure.print_all.as_deref().and_then(read_instead);
             }
             return Some((
                 "failed_check_reask",
@@ -444,6 +444,16 @@ fn print_all(call: &CallRecord) -> Option<String> {
         .collect();
     let command = format!("grep -n '' {}", quoted?.join(" "));
     Some(super::events::shell_call(&command))
+}
+
+/// Where `file_read` is offered, the read of the one file a [`print_all`] call prints: told
+/// "Read the file itself" without a path, the 1.5B model read the wrong path it had searched
+/// before (bench/README.md, stop 43). `None` for a search of several files.
+fn read_instead(print_all: &str) -> Option<String> {
+    let args: serde_json::Value = serde_json::from_str(print_all.strip_prefix("shell ")?).ok()?;
+    let argv = crate::policy::command::parse(args.get("command")?.as_str()?).ok()?.argv;
+    let [_, _, _, file] = &argv[..] else { return None };
+    Some(format!("file_read {}", serde_json::json!({ "path": file })))
 }
 
 /// The call the engine's own hint in `call`'s result makes exact: the command a refused pipe

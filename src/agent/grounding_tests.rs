@@ -82,10 +82,14 @@ fn a_search_that_matched_no_line_goes_back_with_the_advice_to_read_the_file() {
         "{message}"
     );
     assert!(failure_message(Language::Zh, &failure).contains("请直接读取这个文件"));
-    // With `file_read` offered, the model reads the file with it.
+    // With `file_read` offered, the model reads the file with it: the read of that file.
     let mut sent = SentBack { file_read: true, ..SentBack::default() };
     let (_, _, message) = sent.back("How many timeouts?", std::slice::from_ref(&grep), false, Language::En).unwrap();
-    assert!(message.ends_with("Read the file itself and answer from its lines."), "{message}");
+    assert!(
+        message.ends_with(r#"Read the file itself and answer from its lines: call this, which prints all of its lines: file_read {"path":"logs/gateway.log"}."#),
+        "{message}"
+    );
+    assert_eq!(read_instead(r#"shell {"command":"grep -n '' a.log b.log"}"#), None, "two files");
     // The files a search named, whatever its options; none for a recursive one.
     let with = |command: &str| {
         print_all(&CallRecord { arguments: serde_json::json!({ "command": command }).to_string(), ..grep.clone() })

@@ -140,12 +140,13 @@ impl Agent {
                         selected.as_ref().and_then(|s| Some((s, s.kept.as_ref()?))).filter(|_| counted)
                     {
                         self.note("write_held", &format!("{}: {why}; not run, the number asked for", call.name));
-                        return Some(write_check::count_message(
-                            self.opts.language,
-                            source,
-                            &s.result,
-                            kept.values.len(),
-                        ));
+                        let n = kept.values.len();
+                        let back = write_check::count_message(self.opts.language, source, &s.result, n);
+                        // The same write with the number as its content, as the call to make.
+                        return Some(match write_check::with_content(&call.name, &call.arguments, &n.to_string()) {
+                            Some(c) => format!("{back}\n{}", write_check::call_instead(self.opts.language, &c)),
+                            None => back,
+                        });
                     }
                     (why, selected.map(|s| s.result))
                 }

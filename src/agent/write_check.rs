@@ -100,6 +100,14 @@ pub(super) fn listed_call(tool: &str, arguments: &str, names: &[&str]) -> Option
     (tool == "file_write" && !names.is_empty()).then(|| format!("{tool} {args}"))
 }
 
+/// The `file_write` with `arguments` with `content` as its content; `None` for other calls.
+pub(super) fn with_content(tool: &str, arguments: &str, content: &str) -> Option<String> {
+    let mut args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    args.get("content")?;
+    args["content"] = serde_json::Value::String(content.to_string());
+    (tool == "file_write").then(|| format!("{tool} {args}"))
+}
+
 /// "Call this instead: CALL", in the reply language.
 pub(super) fn call_instead(lang: Language, call: &str) -> String {
     match lang {

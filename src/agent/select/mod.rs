@@ -587,7 +587,8 @@ fn picks(ask: Ask) -> bool {
 }
 
 /// The one successful call of the turn whose result holds records for `ask` (a listing of files
-/// aside: its lines are names, and counting them is the listing's own job), or `None` when there
+/// and a memory call aside: a listing's lines are names, and counting them is the listing's own
+/// job; memory holds what was remembered), or `None` when there
 /// are none or several (comparing two files is not picking from one). Lines are records from
 /// six, or from three for a pick (the least, the most, the last: lines alike, each with a digit)
 /// and for "which" over a file read whole or a page fetched with at most one heading (its lines
@@ -600,7 +601,10 @@ fn the_one(calls: &[CallRecord], ask: Option<Ask>, timed: bool) -> Option<(usize
     let few = ask.is_some_and(picks);
     for (i, call) in calls.iter().enumerate() {
         let key = (call.tool.as_str(), call.arguments.as_str());
-        if call.status != ToolStatus::Success || call.tool == "file_list" || seen.contains(&key) {
+        // What memory returns is what was remembered, not the records of a source: a recall of
+        // the last run's answer beside today's log made two lists, and neither was counted.
+        let memory = call.tool.starts_with("memory_");
+        if call.status != ToolStatus::Success || call.tool == "file_list" || memory || seen.contains(&key) {
             continue;
         }
         seen.push(key);

@@ -43,6 +43,11 @@ fn only_a_single_whole_result_with_records_is_chosen() {
     let (i, records) = the_one(&calls, None, false).unwrap();
     assert_eq!((i, records.len(), records.shape), (1, 3, Shape::Csv));
     assert_eq!(source_of(&calls[i]), "stock.csv");
+    // What memory recalled is no source's records.
+    let recalled =
+        "- a [core]: x 1\n- b [core]: x 2\n- c [core]: x 3\n- d [core]: x 4\n- e [core]: x 5\n- f [core]: x 6\n";
+    let with_memory = [calls[1].clone(), call("memory_recall", r#"{"query":"x"}"#, ToolStatus::Success, recalled)];
+    assert_eq!(the_one(&with_memory, None, false).map(|(i, _)| i), Some(0));
     // Two files with records: a comparison, not a pick from one.
     let two = [calls[1].clone(), call("file_read", r#"{"path":"other.csv"}"#, ToolStatus::Success, csv)];
     assert!(the_one(&two, None, false).is_none());

@@ -170,7 +170,12 @@ async fn a_copy_where_the_task_asks_for_a_number_goes_back_with_the_number() {
     let reqs = mock.requests();
     let held = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
     assert!(held.contains("而任务要的是一个数字，不是这些行"), "{held}");
-    assert!(held.ends_with("请写入这个数字：3。"), "{held}");
+    assert!(
+        held.ends_with(
+            "请写入这个数字：3。\n改为这样调用：file_write {\"append\":true,\"content\":\"3\",\"path\":\"count.txt\"}"
+        ),
+        "{held}"
+    );
     mock.assert_clean();
 }
 

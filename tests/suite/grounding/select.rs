@@ -152,7 +152,10 @@ async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() 
         back.starts_with("Your search matched no line:\nshell {\"command\":\"grep -n timeout logs/gateway.log\"}"),
         "{back}"
     );
-    assert!(back.ends_with("Read the file itself and answer from its lines."), "{back}");
+    assert!(
+        back.ends_with(r#"Read the file itself and answer from its lines: call this, which prints all of its lines: file_read {"path":"logs/gateway.log"}."#),
+        "{back}"
+    );
     assert_eq!(reqs[2]["tool_choice"], "required", "the send-back asks for a look");
     let code = crate::common::content(&reqs[4], 1);
     // The INFO lines are one shape: shown once.
