@@ -11,6 +11,11 @@
 //!   (`"Write tests"`) and whose `new_string` does not, where the task does not ask to remove,
 //!   rename or replace anything.
 //!
+//! - **A switch not turned.** The task turns something on or off ("Turn off debug mode",
+//!   disable, 关闭) and the file holds one line that sets it (`  debug: true`: a key with a word
+//!   of the task, a value of two states); an edit after which that line does not say so is not
+//!   run, and the model gets the edit that sets it. The model sent `debug mode on` twice.
+//!
 //! The edit proposed is built from the file's own line and the task's words, outside any
 //! fenced data; the policy still decides the call.
 
@@ -25,6 +30,9 @@ pub(super) enum EditHeld {
     Box { line: String, done: bool, call: String },
     /// The edit removes `words`, which the task names.
     Removes { words: String },
+    /// The task turns a setting on or off, and after this edit its one line (`line`) still
+    /// does not say so; `call` is the edit that does.
+    Setting { line: String, call: String },
 }
 
 /// Why the `file_edit` with `arguments` is not run, for `task`; `None` when it may run.
@@ -41,6 +49,16 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, ctx: &ToolContext) -
     }
     let content = std::fs::read_to_string(ctx.resolve_read_path(path).ok()?).ok()?;
     let quoted = quoted(task);
+    if let Some(on) = switches(task)
+        && let Some((line, wanted)) = setting_line(&content, task, on)
+    {
+        let after = content.replacen(old, new, 1);
+        if after.lines().any(|l| l == wanted) {
+            return None;
+        }
+        let call = serde_json::json!({ "path": path, "old_string": line, "new_string": wanted });
+        return Some(EditHeld::Setting { line, call: format!("file_edit {call}") });
+    }
     if let Some(done) = marks(task)
         && let Some(line) = item_line(&content, &quoted, old)
     {
@@ -87,6 +105,56 @@ fn item_line(content: &str, quoted: &[String], old: &str) -> Option<String> {
         (found.len() == 1).then(|| found[0].to_string())
     };
     quoted.iter().find_map(|q| one(q)).or_else(|| (old_text.len() >= 3).then(|| one(old_text)).flatten())
+}
+
+/// Whether the task turns something on (`Some(true)`) or off (`Some(false)`).
+fn switches(task: &str) -> Option<bool> {
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let has = |w: &str| words.contains(&w);
+    let turn = ["turn", "switch", "set", "put"].iter().any(|w| has(w));
+    let off = (turn && has("off"))
+        || ["disable", "deactivate"].iter().any(|w| has(w))
+        || ["关闭", "禁用", "关掉"].iter().any(|w| task.contains(w));
+    let on = (turn && has("on"))
+        || ["enable", "activate"].iter().any(|w| has(w))
+        || ["打开", "开启", "启用"].iter().any(|w| task.contains(w));
+    match (on, off) {
+        (true, false) => Some(true),
+        (false, true) => Some(false),
+        _ => None,
+    }
+}
+
+/// The one line of `content` that sets a switch the task names (`  debug: true`, `CACHE=on`:
+/// a key whose word the task holds, and a value of two states), with that line as it reads when
+/// the switch is `on`; `None` when there is not exactly one, or it already says so.
+fn setting_line(content: &str, task: &str, on: bool) -> Option<(String, String)> {
+    const STATES: [(&str, &str); 5] =
+        [("true", "false"), ("on", "off"), ("yes", "no"), ("enabled", "disabled"), ("1", "0")];
+    let lower = task.to_lowercase();
+    let task_words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() >= 3).collect();
+    let found: Vec<(String, String)> = content
+        .lines()
+        .filter_map(|line| {
+            let at = line.find([':', '='])?;
+            let (key, value) = (line[..at].trim(), line[at + 1..].trim());
+            let named = key
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w.len() >= 3 && task_words.contains(&w));
+            let (yes, no) =
+                STATES.iter().find(|(y, n)| value.eq_ignore_ascii_case(y) || value.eq_ignore_ascii_case(n))?;
+            let wanted = if on { yes } else { no };
+            let value_at = at + 1 + (line[at + 1..].len() - line[at + 1..].trim_start().len());
+            let set = format!("{}{wanted}{}", &line[..value_at], &line[value_at + value.len()..]);
+            named.then(|| (line.to_string(), set))
+        })
+        .collect();
+    match &found[..] {
+        [(line, set)] if line != set => Some((line.clone(), set.clone())),
+        _ => None,
+    }
 }
 
 /// Where a task-list line's box is: the index of its `[`.
@@ -156,6 +224,12 @@ pub(super) fn message(lang: Language, held: &EditHeld) -> String {
         (Language::Zh, EditHeld::Box { line, call, .. }) => {
             format!("未执行：这次编辑之后 `{line}` 的勾选框仍然没有按任务改过来。改为这样调用：{call}")
         }
+        (Language::En, EditHeld::Setting { line, call }) => {
+            format!("not run: after this edit `{line}` would still not be as the task asks. Call this instead: {call}")
+        }
+        (Language::Zh, EditHeld::Setting { line, call }) => {
+            format!("未执行：这次编辑之后 `{line}` 仍然不是任务要求的值。改为这样调用：{call}")
+        }
         (Language::En, EditHeld::Removes { words }) => format!(
             "not run: this edit removes \"{words}\", which the task names and does not ask to remove. Change only what the task asks to change, and keep \"{words}\"."
         ),
@@ -185,6 +259,25 @@ mod tests {
         assert_eq!(set_box("- [ ] Write tests", true), "- [x] Write tests");
         assert_eq!(set_box("  * [X] Ship", false), "  * [ ] Ship");
         assert_eq!(box_of("- Write tests"), None);
+    }
+
+    #[test]
+    fn the_one_line_of_a_switch_the_task_turns_is_set_by_the_engine() {
+        let config = "app:\n  name: shop\n  debug: true\n  port: 8080\n";
+        assert_eq!(switches("Turn off debug mode in config.yaml."), Some(false));
+        assert_eq!(switches("Enable the cache."), Some(true));
+        assert_eq!(switches("关闭 debug 模式"), Some(false));
+        assert_eq!(switches("Set the port to 9090."), None);
+        assert_eq!(
+            setting_line(config, "Turn off debug mode in config.yaml.", false),
+            Some(("  debug: true".into(), "  debug: false".into()))
+        );
+        assert_eq!(setting_line(config, "Turn on debug mode.", true), None, "it already is");
+        assert_eq!(
+            setting_line("CACHE=on\nLOG=on\n", "Disable the cache", false),
+            Some(("CACHE=on".into(), "CACHE=off".into()))
+        );
+        assert_eq!(setting_line("a_debug: true\nb_debug: true\n", "Turn off debug", false), None, "two lines");
     }
 
     #[test]

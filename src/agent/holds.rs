@@ -189,6 +189,9 @@ impl Agent {
             edit_check::EditHeld::Box { line, .. } => {
                 self.note("write_held", &format!("{}: `{line}` would keep its box; not run", call.name));
             }
+            edit_check::EditHeld::Setting { line, .. } => {
+                self.note("write_held", &format!("{}: `{line}` would not be set as asked; not run", call.name));
+            }
             edit_check::EditHeld::Removes { words } => {
                 if sent.removes {
                     return None;

@@ -202,36 +202,53 @@ async fn a_call_on_a_path_that_does_not_exist_goes_back_on_the_file_the_task_nam
     mock.assert_clean();
 }
 
-/// "Turn off debug mode in config.yaml": the local model's edit failed (its `old_string` was
-/// not in the file), and it answered that the file now said `debug: false`. An answer to a task
-/// that asks for a change, after no write or edit succeeded, goes back once (after the failure
-/// went back and the model claimed the change again); the change is then made, on disk.
+/// An answer to a task that asks for a change, after no write or edit succeeded, goes back once
+/// (after the edit's failure went back and the model claimed the change again); the change is
+/// then made, on disk. The local model answered that a file "now had" a value no edit wrote.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_that_claims_a_change_no_call_made_goes_back() {
+    let mock = MockLlm::start().await;
+    let ini = "[server]\nhost = 0.0.0.0\nport = 8080\n";
+    let p = project(&mock, "Set the port in server.ini to 9090.", "file_read, file_edit", "server.ini", ini);
+    mock.push_all([
+        tool_call("file_edit", json!({"path": "server.ini", "old_string": "port: 8080", "new_string": "port: 9090"})),
+        text("The port in server.ini is now 9090."),
+        // The failure went back; the model claimed the change again.
+        text("The port in server.ini is now 9090."),
+        tool_call("file_edit", json!({"path": "server.ini", "old_string": "port = 8080", "new_string": "port = 9090"})),
+        text("The port is now 9090."),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "The port is now 9090.", "{}", o.stdout);
+    assert_eq!(p.read("server.ini"), "[server]\nhost = 0.0.0.0\nport = 9090\n");
+    let show = p.show(1).await;
+    assert_eq!(
+        super::note_details(&show, "unchanged_reask"),
+        ["the task asks for a change and no write or edit succeeded; asked to make it or say why not"]
+    );
+    mock.assert_clean();
+}
+
+/// "Turn off debug mode in config.yaml": the local model sent `debug mode on` as the text to
+/// replace, three times. The file's one line that sets the switch is what the edit must change:
+/// the edit that sets it goes back as the call to make, and the file ends with `debug: false`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_leaves_a_switch_as_it_was_gets_the_edit_that_turns_it() {
     let mock = MockLlm::start().await;
     let config = "app:\n  name: shop\n  debug: true\n  port: 8080\n";
     let p = project(&mock, "Turn off debug mode in config.yaml.", "file_read, file_edit", "config.yaml", config);
     mock.push_all([
-        tool_call(
-            "file_edit",
-            json!({"path": "config.yaml", "old_string": "debug mode on", "new_string": "debug: false"}),
-        ),
-        text("Debug mode is now off: config.yaml has debug: false."),
-        // The failure went back; the model claimed the change again.
-        text("Debug mode is now off: config.yaml has debug: false."),
-        tool_call(
-            "file_edit",
-            json!({"path": "config.yaml", "old_string": "debug: true", "new_string": "debug: false"}),
-        ),
+        tool_call("file_edit", json!({"path": "config.yaml", "old_string": "debug mode on", "new_string": "debug mode off"})),
+        tool_call("file_edit", json!({"path": "config.yaml", "old_string": "  debug: true", "new_string": "  debug: false"})),
         text("Debug mode is now off."),
     ]);
     let o = p.run_async(["run", "task", "--json"]).await;
     assert_eq!(o.json()["output"], "Debug mode is now off.", "{}", o.stdout);
     assert_eq!(p.read("config.yaml"), "app:\n  name: shop\n  debug: false\n  port: 8080\n");
-    let show = p.show(1).await;
+    let reqs = mock.requests();
     assert_eq!(
-        super::note_details(&show, "unchanged_reask"),
-        ["the task asks for a change and no write or edit succeeded; asked to make it or say why not"]
+        crate::common::last_message(&reqs[1])["content"],
+        r#"[failed] not run: after this edit `  debug: true` would still not be as the task asks. Call this instead: file_edit {"new_string":"  debug: false","old_string":"  debug: true","path":"config.yaml"}"#
     );
     mock.assert_clean();
 }
