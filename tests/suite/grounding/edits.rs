@@ -238,8 +238,14 @@ async fn an_edit_that_leaves_a_switch_as_it_was_gets_the_edit_that_turns_it() {
     let config = "app:\n  name: shop\n  debug: true\n  port: 8080\n";
     let p = project(&mock, "Turn off debug mode in config.yaml.", "file_read, file_edit", "config.yaml", config);
     mock.push_all([
-        tool_call("file_edit", json!({"path": "config.yaml", "old_string": "debug mode on", "new_string": "debug mode off"})),
-        tool_call("file_edit", json!({"path": "config.yaml", "old_string": "  debug: true", "new_string": "  debug: false"})),
+        tool_call(
+            "file_edit",
+            json!({"path": "config.yaml", "old_string": "debug mode on", "new_string": "debug mode off"}),
+        ),
+        tool_call(
+            "file_edit",
+            json!({"path": "config.yaml", "old_string": "  debug: true", "new_string": "  debug: false"}),
+        ),
         text("Debug mode is now off."),
     ]);
     let o = p.run_async(["run", "task", "--json"]).await;
