@@ -1,5 +1,6 @@
 use super::phrase::holds_words;
 use super::*;
+use crate::agent::events::ToolStatus;
 use crate::config::Language;
 
 fn call(tool: &str, arguments: &str, status: ToolStatus, result: &str) -> CallRecord {
