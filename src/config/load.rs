@@ -411,7 +411,7 @@ fn resolve(
     if raw.cluster.lease.get() < std::time::Duration::from_secs(1) {
         problem(
             &["cluster", "lease"],
-            format!("lease {} is too short: a node renews it every third of it", raw.cluster.lease),
+            format!("lease {} is too short: a node renews it every quarter of it", raw.cluster.lease),
             Some("use at least 1s; the default is 30s".into()),
         );
     } else if raw.cluster.max_skew.get() >= raw.cluster.lease.get() {

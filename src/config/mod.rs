@@ -372,7 +372,7 @@ fn default_url_env() -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterSettings {
-    /// How long a node counts as alive after its last heartbeat (it renews every third of
+    /// How long a node counts as alive after its last heartbeat (it renews every quarter of
     /// this). Its queued and running fires are taken over by another node once it lapses.
     #[serde(default = "default_lease")]
     pub lease: Duration,

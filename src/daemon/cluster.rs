@@ -1,7 +1,7 @@
 //! A daemon as a node of a cluster (SPEC §12): every few seconds it sweeps up the work of
 //! nodes whose lease lapsed, and stops its own runs that another node took over.
 //!
-//! - A node renews its lease every third of `cluster.lease` (the store's heartbeat thread).
+//! - A node renews its lease every quarter of `cluster.lease` (the store's heartbeat thread).
 //! - A sweep runs every tenth of the lease (at least every 5 s): runs of dead owners are
 //!   recorded `interrupted` and queued again per their routine's `retry`; queued fires a dead
 //!   node held in its window go back to the queue; the pump then reads the queue again.

@@ -41,7 +41,7 @@ impl Store {
     /// Gives the queued fires held by dead nodes back to the queue; returns how many.
     pub fn release_lost(&self) -> Result<u64, StoreError> {
         match self.postgres() {
-            Some(pg) => pg.release_lost(),
+            Some(pg) => pg.release_lost(super::orphans::own_id()),
             None => Ok(0),
         }
     }

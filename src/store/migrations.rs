@@ -25,6 +25,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (9, V9_DELIVERY_CLAIMS),
     (10, V10_QUEUED),
     (11, V11_CLUSTER),
+    (12, V12_LIVE_SINCE),
 ];
 
 /// Highest schema version this binary understands.
@@ -74,6 +75,12 @@ CREATE INDEX deliveries_by_status ON deliveries (status);
 /// fire one index entry, removed when the run starts.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// Since when a node has renewed its heartbeat without a gap of half a lease: a node judges
+/// others dead only after one lease of that (see `postgres/cluster.rs`). Kept alike here.
+const V12_LIVE_SINCE: &str = r#"
+ALTER TABLE nodes ADD COLUMN live_since TEXT;
 "#;
 
 /// Cluster of daemons on one database (SPEC §12; used on PostgreSQL, kept alike here):

@@ -68,7 +68,7 @@ impl Store {
     pub fn owner_alive(&self, owner: Option<i64>, pid: Option<u32>) -> bool {
         if let (Some(pg), Some(id)) = (self.postgres(), owner) {
             // Cannot tell: alive, rather than run its work twice.
-            return id == own_id() || pg.node_alive(id).unwrap_or(true);
+            return id == own_id() || pg.node_alive(id, own_id()).unwrap_or(true);
         }
         match (owner, self.owners_dir()) {
             (Some(id), _) if id == own_id() => true,

@@ -1,5 +1,5 @@
 //! The nodes of a cluster on PostgreSQL (SPEC §12): each process that owns runs keeps a row in
-//! `nodes` and renews its heartbeat every third of its lease from a thread of its own. A run, a
+//! `nodes` and renews its heartbeat every quarter of its lease from a thread of its own. A run, a
 //! queued fire held in a node's window and a delivery being sent all name their owner; an owner
 //! whose heartbeat is older than its lease, or whose row is gone, is dead, and other nodes take
 //! its work over.
@@ -22,6 +22,38 @@ const KEEP_LOST: &str = "1 hour";
 
 /// Whether the node `n` is alive: its heartbeat is younger than its lease.
 const ALIVE: &str = "n.heartbeat + n.lease_ms * interval '1 millisecond' > now()";
+
+/// Whether the node `j` may judge others dead now: it renewed its own heartbeat within half a
+/// lease, and has renewed it without a gap of half a lease for at least one lease
+/// (`live_since`). A node beats every quarter lease, so another node's lease lapses only when
+/// the database was out of its reach for three quarters of a lease; when the database was out
+/// of everyone's reach (a restart, a cut at the database's side), the judge's own beats had
+/// that gap too, and it waits a whole lease after it came back, by when every live node has
+/// renewed. Evaluated in the statement that judges, at the database's time, so no judgement
+/// rests on what a node knew before an outage began.
+const SETTLED: &str = "j.heartbeat + j.lease_ms * interval '1 millisecond' / 2 > now()
+     AND j.live_since + j.lease_ms * interval '1 millisecond' <= now()";
+
+/// How often a node renews its heartbeat: every quarter of its lease (see [`SETTLED`]).
+fn beat_every(lease: Duration) -> Duration {
+    (lease / 4).max(Duration::from_millis(100))
+}
+
+/// Whether node `target` (an SQL expression) is dead by the judgement of node `judge` (an SQL
+/// expression): its lease lapsed (or its row is gone) and the judge is [`SETTLED`]. A process
+/// that is no node (a command that owns nothing yet) judges once the database has been up for
+/// the target's lease, so a database that just restarted never makes a live node look dead.
+fn dead(target: &str, judge: &str) -> String {
+    format!(
+        "(NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = {target} AND {ALIVE})
+          AND CASE WHEN EXISTS (SELECT 1 FROM nodes j WHERE j.id = {judge})
+                   THEN EXISTS (SELECT 1 FROM nodes j WHERE j.id = {judge} AND {SETTLED})
+                   ELSE pg_postmaster_start_time()
+                        + COALESCE((SELECT n.lease_ms FROM nodes n WHERE n.id = {target}), 0)
+                          * interval '1 millisecond' <= now()
+              END)"
+    )
+}
 
 /// What kind of process a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +186,10 @@ impl Pg {
                      VALUES ($1, $2, $3, $4, $5, $6, now(), $7,
                              $8 - (extract(epoch FROM clock_timestamp()) * 1000)::BIGINT)
                      ON CONFLICT (id) DO UPDATE SET heartbeat = now(), role = excluded.role,
-                         lease_ms = excluded.lease_ms, skew_ms = excluded.skew_ms
+                         lease_ms = excluded.lease_ms, skew_ms = excluded.skew_ms,
+                         live_since = CASE
+                             WHEN n.heartbeat + n.lease_ms * interval '1 millisecond' / 2 > now()
+                             THEN n.live_since ELSE now() END
                      RETURNING skew_ms",
                     &[&id, &host, &pid, &env!("CARGO_PKG_VERSION"), &role.as_str(), &started, &lease_ms, &local_ms],
                 )
@@ -169,11 +204,12 @@ impl Pg {
         Ok(())
     }
 
-    /// Whether node `id` is alive (its heartbeat is younger than its lease).
-    pub(crate) fn node_alive(&self, id: i64) -> Result<bool, StoreError> {
+    /// Whether node `id` counts as alive for node `me`: it is, unless its lease lapsed and `me`
+    /// may judge (see [`dead`]).
+    pub(crate) fn node_alive(&self, id: i64, me: i64) -> Result<bool, StoreError> {
         self.call(move |c| async move {
-            let sql = format!("SELECT EXISTS (SELECT 1 FROM nodes n WHERE n.id = $1 AND {ALIVE})");
-            Ok(c.query_one(&sql, &[&id]).await?.try_get(0)?)
+            let sql = format!("SELECT NOT {}", dead("$1", "$2"));
+            Ok(c.query_one(&sql, &[&id, &me]).await?.try_get(0)?)
         })
     }
 
@@ -181,10 +217,21 @@ impl Pg {
     /// its row goes.
     pub(crate) fn leave(&self, id: i64) -> Result<(), StoreError> {
         self.inner.presence.lock().unwrap_or_else(PoisonError::into_inner).left = true;
+        let at = to_db_time(Utc::now());
         self.call(move |mut c| async move {
             let tx = c.transaction().await?;
             let sql = format!("UPDATE runs SET owner = NULL WHERE {DAEMON_FIRE} AND owner = $1");
             tx.execute(&sql, &[&id]).await?;
+            // A run this node still runs as it leaves (one that outlasted the stop's grace) ends
+            // with it: interrupted by the stop, so the nodes that stay queue it again per its
+            // `retry`, rather than finding it running as nobody's and taking it for a crash.
+            tx.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = $2, reason = 'shutdown',
+                        error = COALESCE(error, 'the node running it stopped before it finished')
+                 WHERE owner = $1 AND status = 'running'",
+                &[&id, &at],
+            )
+            .await?;
             tx.execute("DELETE FROM nodes WHERE id = $1", &[&id]).await?;
             tx.commit().await?;
             Ok(())
@@ -194,18 +241,20 @@ impl Pg {
     /// Gives the queued fires held by nodes that are dead back to the queue, and forgets daemons
     /// lost for more than [`KEEP_LOST`] and other commands as soon as they are gone. Returns
     /// how many fires came back.
-    pub(crate) fn release_lost(&self) -> Result<u64, StoreError> {
-        self.call(|c| async move {
+    pub(crate) fn release_lost(&self, me: i64) -> Result<u64, StoreError> {
+        self.call(move |c| async move {
             let sql = format!(
-                "UPDATE runs SET owner = NULL WHERE {DAEMON_FIRE} AND owner IS NOT NULL
-                   AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = runs.owner AND {ALIVE})"
+                "UPDATE runs SET owner = NULL WHERE {DAEMON_FIRE} AND owner IS NOT NULL AND owner <> $1
+                   AND {}",
+                dead("runs.owner", "$1")
             );
-            let released = c.execute(&sql, &[]).await?;
+            let released = c.execute(&sql, &[&me]).await?;
             let forget = format!(
-                "DELETE FROM nodes n WHERE NOT ({ALIVE}) AND (n.role <> 'daemon'
-                   OR n.heartbeat + n.lease_ms * interval '1 millisecond' + interval '{KEEP_LOST}' < now())"
+                "DELETE FROM nodes l WHERE l.id <> $1 AND {} AND (l.role <> 'daemon'
+                   OR l.heartbeat + l.lease_ms * interval '1 millisecond' + interval '{KEEP_LOST}' < now())",
+                dead("l.id", "$1")
             );
-            c.execute(&forget, &[]).await?;
+            c.execute(&forget, &[&me]).await?;
             Ok(released)
         })
     }
@@ -330,10 +379,10 @@ fn skew_warning(skew_ms: i64, max_skew: Duration, blur_ms: i64) -> Option<String
     })
 }
 
-/// Renews node `id`'s heartbeat every third of `lease` until the last handle of its database
+/// Renews node `id`'s heartbeat every quarter of `lease` until the last handle of its database
 /// is dropped.
 fn heartbeat_loop(weak: &Weak<Inner>, id: i64, lease: Duration) {
-    let every = (lease / 3).max(Duration::from_millis(100));
+    let every = beat_every(lease);
     loop {
         std::thread::sleep(every);
         let Some(inner) = weak.upgrade() else { return };
@@ -391,6 +440,26 @@ mod tests {
         .unwrap();
     }
 
+    /// This process as a node that may judge others: its heartbeat fresh, unbroken for an hour.
+    fn settled_judge(store: &Store) -> i64 {
+        let me = crate::store::orphans::own_id();
+        node(store, me, "0 seconds");
+        execute(store, &format!("UPDATE nodes SET live_since = now() - interval '1 hour' WHERE id = {me}")).unwrap();
+        me
+    }
+
+    /// `(status, reason)` of run `id`.
+    fn status_reason(store: &Store, id: i64) -> (String, Option<String>) {
+        store
+            .postgres()
+            .unwrap()
+            .call(move |c| async move {
+                let row = c.query_one("SELECT status, reason FROM runs WHERE id = $1", &[&id]).await?;
+                Ok((row.get(0), row.get(1)))
+            })
+            .unwrap()
+    }
+
     fn claim(store: &Store, me: i64, limit: i64) -> Vec<(i64, String)> {
         let pg = store.postgres().unwrap();
         pg.claim_due(me, 0, Utc::now(), limit, Vec::new()).unwrap().into_iter().map(|f| (f.run_id, f.routine)).collect()
@@ -399,6 +468,7 @@ mod tests {
     #[test]
     fn a_routines_fires_go_to_one_node_at_a_time_and_a_lost_nodes_come_back() {
         let store = postgres_store(None);
+        let me = settled_judge(&store);
         node(&store, 1, "0 seconds");
         node(&store, 2, "0 seconds");
         let a1 = store.claim_fire(&fire("a")).unwrap().unwrap();
@@ -428,8 +498,8 @@ mod tests {
         // Node 1 dies: its lease lapses. Its queued fire goes back to the queue, its running run
         // is interrupted by the next sweep (`interrupt_orphans`), and node 2 may take `a`.
         execute(&store, "UPDATE nodes SET heartbeat = now() - interval '1 minute' WHERE id = 1").unwrap();
-        assert!(!store.postgres().unwrap().node_alive(1).unwrap());
-        assert!(store.postgres().unwrap().node_alive(2).unwrap());
+        assert!(!store.postgres().unwrap().node_alive(1, me).unwrap());
+        assert!(store.postgres().unwrap().node_alive(2, me).unwrap());
         assert_eq!(store.release_lost().unwrap(), 2, "a2 and c1");
         assert_eq!(claim(&store, 2, 10), [(c1, "c".to_string())], "a run of `a` still runs as node 1's");
         assert_eq!(store.interrupt_orphans().unwrap(), [a1]);
@@ -500,9 +570,98 @@ mod tests {
         assert_eq!(seen, [(me, true, 1, "daemon"), (7, false, 0, "daemon")]);
         assert_eq!(nodes[0].host, host_name());
         assert!(nodes[0].skew_ms.abs() < 5000, "{nodes:?}");
-        // Leaving: the fire held but not started goes back; the node's row goes.
+        // Leaving: the fire held but not started goes back; the run it still runs ends as
+        // interrupted by the stop (for the nodes that stay to queue again); the node's row goes.
         store.leave_cluster().unwrap();
         assert_eq!(claim(&store, 3, 10).len(), 1);
+        assert_eq!(status_reason(&store, id), ("interrupted".to_string(), Some("shutdown".to_string())));
         assert_eq!(store.nodes().unwrap().iter().map(|n| n.id).collect::<Vec<_>>(), [7]);
+    }
+
+    /// After the database was out of everyone's reach, every lease lapsed: the first node back
+    /// must not take the others for dead before they could renew. A node judges only after a
+    /// lease of unbroken beats of its own, and only while its own heartbeat is fresh; the check
+    /// is in the statement that judges.
+    #[test]
+    fn a_node_judges_others_dead_only_after_a_lease_of_its_own_unbroken_beats() {
+        let store = postgres_store(None);
+        let pg = store.postgres().unwrap();
+        let me = settled_judge(&store);
+        node(&store, 1, "1 minute");
+        let run = store.claim_fire(&fire("a")).unwrap().unwrap();
+        execute(&store, &format!("UPDATE runs SET status = 'running', owner = 1 WHERE id = {run}")).unwrap();
+        let fire_held = store.claim_fire(&fire("b")).unwrap().unwrap();
+        execute(&store, &format!("UPDATE runs SET owner = 1 WHERE id = {fire_held}")).unwrap();
+
+        // Back from an outage: this node's beats broke off a moment ago.
+        execute(&store, &format!("UPDATE nodes SET live_since = now() WHERE id = {me}")).unwrap();
+        assert!(pg.node_alive(1, me).unwrap(), "not judged: this node's own beats just resumed");
+        assert_eq!(store.interrupt_orphans().unwrap(), Vec::<i64>::new());
+        assert_eq!(store.release_lost().unwrap(), 0);
+        assert_eq!(status_reason(&store, run).0, "running");
+
+        // Its own heartbeat older than half its lease (30 s, this process's, written when it
+        // claimed a fire): it missed beats, and does not judge either.
+        execute(
+            &store,
+            &format!(
+                "UPDATE nodes SET live_since = now() - interval '1 hour', heartbeat = now() - interval '20 seconds'
+                 WHERE id = {me}"
+            ),
+        )
+        .unwrap();
+        assert!(pg.node_alive(1, me).unwrap(), "not judged: this node's own heartbeat is stale");
+        assert_eq!(store.interrupt_orphans().unwrap(), Vec::<i64>::new());
+
+        // A lease of unbroken beats: node 1 is dead, its run interrupted, its fire given back.
+        execute(&store, &format!("UPDATE nodes SET heartbeat = now() WHERE id = {me}")).unwrap();
+        assert!(!pg.node_alive(1, me).unwrap());
+        assert_eq!(store.interrupt_orphans().unwrap(), [run]);
+        assert_eq!(store.release_lost().unwrap(), 1);
+        assert_eq!(status_reason(&store, run), ("interrupted".to_string(), Some("crash".to_string())));
+
+        // A process that is no node judges by how long the database has been up: a node whose
+        // lease is longer than that is never taken for dead.
+        node(&store, 2, "2 days");
+        execute(&store, "UPDATE nodes SET lease_ms = 86400000 WHERE id = 2").unwrap();
+        assert!(pg.node_alive(2, 424_242).unwrap(), "the database is younger than node 2's lease");
+        assert!(!pg.node_alive(2, me).unwrap(), "a settled node judges by the lease alone");
+    }
+
+    /// A beat keeps `live_since` while the beats come within half a lease, and starts it again
+    /// after a longer gap.
+    #[test]
+    fn a_gap_of_half_a_lease_in_a_nodes_beats_starts_its_live_since_again() {
+        let store = postgres_store(None);
+        let pg = store.postgres().unwrap();
+        pg.set_cluster(Duration::from_secs(10), Duration::from_secs(5));
+        let me = crate::store::orphans::own_id();
+        pg.beat(me).unwrap();
+        let since = |store: &Store| -> f64 {
+            store
+                .postgres()
+                .unwrap()
+                .call(move |c| async move {
+                    let sql = "SELECT extract(epoch FROM now() - live_since)::FLOAT8 FROM nodes WHERE id = $1";
+                    Ok(c.query_one(sql, &[&me]).await?.get::<_, f64>(0))
+                })
+                .unwrap()
+        };
+        let set = |heartbeat: &str| {
+            execute(
+                &store,
+                &format!(
+                    "UPDATE nodes SET live_since = now() - interval '1 hour',
+                            heartbeat = now() - interval '{heartbeat}' WHERE id = {me}"
+                ),
+            )
+            .unwrap();
+        };
+        set("2 seconds");
+        pg.beat(me).unwrap();
+        assert!(since(&store) > 3000.0, "kept after a beat 2 s late of a 10 s lease");
+        set("6 seconds");
+        pg.beat(me).unwrap();
+        assert!(since(&store) < 60.0, "started again after a gap of 6 s");
     }
 }

@@ -34,6 +34,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (9, V9_DELIVERY_CLAIMS),
     (10, V10_QUEUED),
     (11, V11_CLUSTER),
+    (12, V12_LIVE_SINCE),
 ];
 
 /// The key of the advisory lock that serializes migrations.
@@ -55,6 +56,13 @@ ALTER TABLE deliveries ADD CONSTRAINT deliveries_run_id_seq_on_failure_key UNIQU
 /// finds when the next jittered fire becomes due without reading the queue.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// SQLite's migration 12: since when a node has renewed its heartbeat without a gap of half
+/// a lease; a node judges others dead only after one lease of that (see `cluster.rs`). A row
+/// from before starts now, as after a gap.
+const V12_LIVE_SINCE: &str = r#"
+ALTER TABLE nodes ADD COLUMN live_since TIMESTAMPTZ NOT NULL DEFAULT now();
 "#;
 
 /// SQLite's migration 11: fire keys and the nodes of a cluster. A node's heartbeat is the
