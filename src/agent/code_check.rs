@@ -305,13 +305,16 @@ impl Agent {
     /// with this one, "web-2 is using 97% CPU" and "/backups 95%" (three recorded reports of
     /// three). Where no line holds what was found, the results are shown whole and only the
     /// code check says, in the older sentence, that a check found something.
+    ///
+    /// With the report, whether it is the answer to the request that named a false comparison
+    /// of the first (`false_comparison.rs`): a silence reached that way stands.
     pub async fn report_found(
         &self,
         task: &SilenceTask,
         found: &[String],
         by_code: bool,
         stats: &mut TurnStats,
-    ) -> Option<String> {
+    ) -> Option<(String, bool)> {
         use crate::config::Language::{En, Zh};
         let lang = self.opts.language;
         let looked = looked_calls(&self.last_calls);
@@ -340,7 +343,7 @@ impl Agent {
         let reply = self
             .side_call(
                 "report of what the code check found",
-                messages,
+                messages.clone(),
                 self.opts.temperature,
                 self.opts.max_tokens,
                 stats,
@@ -348,15 +351,21 @@ impl Agent {
             .await?;
         // Like every final reply: a call written as text or template tokens is never delivered.
         let known = |name: &str| self.tools.get(name).is_some();
-        match super::hygiene::settle(&super::evidence::answer_of(&reply), &known) {
-            // Asked to quote the lines found, an answer that holds none of them gets them under it.
-            super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() && cut => {
-                let whole: Vec<&str> = looked.iter().map(|c| c.result.as_str()).collect();
-                Some(super::quoted::with_lines(&text, &task.task, &calls, &whole, lang))
-            }
-            super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => Some(text),
-            _ => None,
+        let text = match super::hygiene::settle(&super::evidence::answer_of(&reply), &known) {
+            super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => text,
+            _ => return None,
+        };
+        // Nor a comparison of two numbers it states falsely (`false_comparison.rs`): the check
+        // that found something may have compared the wrong numbers.
+        let first = text.clone();
+        let text = self.compared_right(&messages, text, Some(&task.token), stats).await;
+        let corrected = text != first;
+        if !cut || text.contains(task.token.trim()) {
+            return Some((text, corrected));
         }
+        // Asked to quote the lines found, an answer that holds none of them gets them under it.
+        let whole: Vec<&str> = looked.iter().map(|c| c.result.as_str()).collect();
+        Some((super::quoted::with_lines(&text, &task.task, &calls, &whole, lang), corrected))
     }
 
     /// One model call beside the turns, without tools or history, recorded as a review; its

@@ -77,13 +77,7 @@ impl Agent {
                 "你的回答没有给出 {n}，这是从数据中数出的数目：{note}\n请用这个数目重新回答任务，写在“答案：”那一行之后。"
             ),
         };
-        let mut more = messages.to_vec();
-        more.push(Message::assistant(reply.to_string()));
-        more.push(Message::user(ask));
-        let again = self
-            .side_call("the count the answer left out", more, self.opts.temperature, self.opts.max_tokens, stats)
-            .await;
-        let again = again.map(|r| super::evidence::answer_of(&r).trim().to_string()).unwrap_or_default();
+        let again = self.asked_again("the count the answer left out", messages, reply, ask, stats).await;
         let taken = says_count(&again, n);
         self.record(RunEvent::Note {
             kind: "count_not_said",

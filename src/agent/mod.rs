@@ -7,6 +7,7 @@
 //! aside and joins the history only when it completes, so a cancelled or
 //! failed turn leaves the history as it was.
 
+mod again;
 mod approach;
 pub mod attach;
 mod capped;
@@ -19,6 +20,7 @@ mod dispatch;
 mod edit_check;
 pub mod events;
 mod evidence;
+mod false_comparison;
 mod fields;
 mod git_log;
 mod grounding;
@@ -39,6 +41,7 @@ mod records;
 mod reply;
 mod select;
 mod setup;
+mod since_last;
 mod state_value;
 mod threshold;
 mod turn;

@@ -224,7 +224,12 @@ impl Agent {
                 let counted = selection.as_ref().and_then(|(_, s)| s.as_ref()).and_then(|s| Some((s.count?, &s.note)));
                 let answer = match counted {
                     Some((n, note)) if !silent && !answers_payload => {
-                        self.counted_answer(n, note, &request.messages, &content, answer, &mut stats).await
+                        let answer =
+                            self.counted_answer(n, note, &request.messages, &content, answer, &mut stats).await;
+                        // And one the task compares with the last check's (`since_last.rs`).
+                        let memory = super::since_last::memory_before_stores(&remembered, &calls_made);
+                        self.since_last_answer(message, n, &memory, &request.messages, &content, answer, &mut stats)
+                            .await
                     }
                     _ => answer,
                 };
@@ -349,6 +354,14 @@ impl Agent {
                         } else {
                             self.note("reply_cleaned", "template tokens or reasoning were removed from the reply");
                             text
+                        };
+                        // A comparison of two numbers the answer states falsely (`false_comparison.rs`).
+                        let text = match &self.routine {
+                            Some(r) => {
+                                let silent = r.silent_token.as_deref().filter(|t| message.contains(t));
+                                self.compared_right(&request.messages, text, silent, &mut stats).await
+                            }
+                            None => text,
                         };
                         if let (Some(tx), false) = (tx, text_shown) {
                             let _ = tx.send(AgentEvent::TextDelta(text.clone()));

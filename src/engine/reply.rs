@@ -50,9 +50,11 @@ impl Engine {
                     Verdict::Nothing => return Ok(reply),
                     Verdict::Found(strings) | Verdict::Seen(strings) => {
                         let by_code = matches!(verdict, Verdict::Found(_));
-                        if let Some(report) = agent.report_found(&task, strings, by_code, earlier).await {
-                            if !check.is_silent(&report) {
-                                return Ok(report);
+                        if let Some((report, corrected)) = agent.report_found(&task, strings, by_code, earlier).await {
+                            // What the check found rested on a comparison that does not hold,
+                            // and asked again, the model answered the silence: it stands.
+                            if !check.is_silent(&report) || corrected {
+                                return Ok(if check.is_silent(&report) { reply } else { report });
                             }
                         }
                     }

@@ -497,3 +497,63 @@ async fn a_report_that_quotes_no_line_found_is_delivered_with_the_lines() {
     assert!(report.contains("02:07 backup done: 88 files, 4 failed") && !report.contains("0 failed"), "{report}");
     mock.assert_clean();
 }
+
+/// The local model's check compared the swap row in bytes with 500 MB and found something; its
+/// report said "The available memory is 4391 MB, which is less than 500 MB" (bench/README.md,
+/// stop 43). The engine asks once more with the comparison as it is and the silent token; the
+/// silence that comes back stands, and nothing is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_that_rests_on_a_false_comparison_goes_back_and_its_silence_stands() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/mem.yaml",
+        "prompt: Check free.txt and warn me if less than 500 MB of memory is available. Otherwise reply NO_REPLY.\n\
+         agent: { tools: [file_read] }\ndeliver:\n  - file: { path: out.md }\n",
+    )
+    .write(
+        "free.txt",
+        "               total        used        free      shared  buff/cache   available\n\
+         Mem:            7821        3012         806         120        4002        4391\n\
+         Swap:           2047           0        2047\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "free.txt"})),
+        text("NO_REPLY"),
+        text(
+            "```python\ndef findings(output: str) -> list:\n    lines = output.split('\\n')\n    \
+             free_memory = int(lines[2].split()[3])\n    if free_memory < 500 * 1024 * 1024:\n        \
+             return ['Less than 500 MB of memory is available.']\n    return []\n```",
+        ),
+        text("ANSWER: The available memory is 4391 MB, which is less than 500 MB."),
+        text("ANSWER: NO_REPLY"),
+    ]);
+    let o = p.run_async(["run", "mem", "--json"]).await;
+    o.success();
+    assert_eq!(o.json()["status"], "silent", "{}", o.stdout);
+    assert!(!p.path().join("out.md").exists(), "nothing delivered");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 5, "no review after the silence came back");
+    let ask = crate::common::content(&reqs[4], reqs[4]["messages"].as_array().unwrap().len() - 1);
+    assert_eq!(
+        ask,
+        "Your answer says \"4391 MB, which is less than 500 MB\", which is false: 4391 is more than 500. Check the \
+         data against the task again and answer it; if nothing in the data is what the task asks to report, reply \
+         NO_REPLY."
+    );
+    let show = p.show(1).await;
+    let notes: Vec<&str> = show["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["status"] == "false_comparison")
+        .filter_map(|e| e["detail"].as_str())
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "the answer said \"4391 MB, which is less than 500 MB\", but 4391 is more than 500; asked again, and the new answer is taken"
+        ]
+    );
+    mock.assert_clean();
+}

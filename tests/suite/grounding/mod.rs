@@ -16,6 +16,7 @@ mod lists;
 mod looked;
 mod named;
 mod newest;
+mod numbers;
 mod payload;
 mod retries;
 mod runs;

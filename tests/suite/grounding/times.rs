@@ -185,3 +185,52 @@ async fn an_answer_without_the_engines_count_is_asked_again() {
     );
     mock.assert_clean();
 }
+
+/// Asked whether there are more or fewer ERROR lines than at the last check, with 2 remembered
+/// from it, the local model said the engine's count, 5, and nothing of the comparison. The
+/// answer goes back once naming both numbers and the direction; the one that says them is
+/// delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_the_task_compares_with_the_last_check_goes_back_without_the_comparison() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock, "Remember that app.log had 2 ERROR lines.", "memory_store", "notes.txt", "");
+    mock.push_all([
+        tool_call("memory_store", json!({"key": "errors", "content": "app.log ERROR lines: 2"})),
+        text("Stored."),
+    ]);
+    p.run_async(["run", "task"]).await.success();
+    let before = mock.requests().len();
+    let log = "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n";
+    p.write(
+        "routines/task.yaml",
+        "prompt: Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.\n\
+         agent: { tools: [file_read, memory_recall, memory_store] }\n",
+    )
+    .write("app.log", log);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("There are 5 ERROR lines in app.log."),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```"),
+        text("ANSWER: There are 5 ERROR lines in app.log."),
+        text("ANSWER: There are 5 ERROR lines now, 3 more than the 2 at the last check."),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "There are 5 ERROR lines now, 3 more than the 2 at the last check.", "{}", o.stdout);
+    let reqs = mock.requests();
+    let asks: Vec<String> = reqs[before..].iter().map(super::last_text).collect();
+    let ask = asks.last().cloned().unwrap_or_default();
+    assert!(
+        ask.starts_with(
+            "Your answer does not compare. The count now is 5; the last check remembered 2: 3 more than last time."
+        ),
+        "{asks:#?}"
+    );
+    let show = p.show(2).await;
+    assert_eq!(
+        super::note_details(&show, "comparison_not_said"),
+        [
+            "the answer said 5 but not how it compares with 2 remembered from the last check; asked again, and the new answer says it"
+        ]
+    );
+    mock.assert_clean();
+}

@@ -1,0 +1,328 @@
+//! A count compared with the last check. "Count the ERROR lines in app.log and tell me whether
+//! there are more or fewer than at your last check": on its second run the 1.5B model counted 5
+//! (the engine's count), had "ERROR count: 2" in its memory, and answered "There are 5 ERROR
+//! lines" with no word of the comparison (bench/README.md, stop 43). When the task asks how a
+//! count compares with the last time, the memory from before this run holds one number about
+//! the task's subject, and the answer says the engine's count but not which way it went, the
+//! answer is asked once more with both numbers and the direction named; the second answer is
+//! taken only when it says the count and that direction.
+//!
+//! The remembered number is read from what was remembered before this run (the Memory section's
+//! lines) and from the turn's `memory_recall` results made before its first `memory_store`, so a
+//! count the run stored itself is never taken for the last one.
+
+use super::Agent;
+use super::counted::says_count;
+use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
+use crate::config::Language;
+use crate::llm::Message;
+
+/// Which way a count went since the last check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    More,
+    Fewer,
+    Same,
+}
+
+impl Direction {
+    fn of(now: usize, before: usize) -> Direction {
+        match now.cmp(&before) {
+            std::cmp::Ordering::Greater => Direction::More,
+            std::cmp::Ordering::Less => Direction::Fewer,
+            std::cmp::Ordering::Equal => Direction::Same,
+        }
+    }
+
+    /// Words that say this direction (lowercase English words, or Chinese text).
+    fn words(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            Direction::More => (
+                &["more", "increase", "increased", "increasing", "up", "rose", "risen", "higher", "grew", "greater"],
+                &["多了", "增加", "上升", "增多", "更多", "多出"],
+            ),
+            Direction::Fewer => (
+                &["fewer", "less", "decrease", "decreased", "decreasing", "down", "dropped", "fell", "lower"],
+                &["少了", "减少", "下降", "更少", "少于"],
+            ),
+            Direction::Same => {
+                (&["same", "unchanged", "equal", "steady", "constant"], &["一样", "相同", "没有变化", "不变", "持平"])
+            }
+        }
+    }
+}
+
+/// Whether `task` asks how a count compares with the last check (last time, the previous run,
+/// 上次).
+pub(super) fn asks_since_last(task: &str) -> bool {
+    let lower = task.to_lowercase();
+    const LAST: [&str; 9] = [
+        "last check",
+        "last time",
+        "last run",
+        "previous check",
+        "previous run",
+        "previous count",
+        "last count",
+        "since you last",
+        "than before",
+    ];
+    const COMPARE: [&str; 10] = [
+        "more or fewer",
+        "more or less",
+        "fewer or more",
+        "increase",
+        "decrease",
+        "changed",
+        "compare",
+        "more than",
+        "fewer than",
+        "went up",
+    ];
+    let zh = ["上次", "上一次", "之前", "以前"].iter().any(|w| task.contains(w))
+        && ["多", "少", "变化", "比较", "相比"].iter().any(|w| task.contains(w));
+    zh || (LAST.iter().any(|w| lower.contains(w)) && COMPARE.iter().any(|w| lower.contains(w)))
+}
+
+/// The text remembered before this turn's own stores: `remembered` (the Memory section's lines)
+/// and the turn's successful `memory_recall` results before its first successful `memory_store`.
+pub(super) fn memory_before_stores(remembered: &str, calls: &[CallRecord]) -> String {
+    let mut text = remembered.to_string();
+    for call in calls.iter().filter(|c| c.status == ToolStatus::Success) {
+        match call.tool.as_str() {
+            "memory_store" => break,
+            "memory_recall" => {
+                text.push('\n');
+                text.push_str(&call.result);
+            }
+            _ => {}
+        }
+    }
+    text
+}
+
+/// The one number `memory` holds about the task's subject: the whole numbers (no part of a
+/// date, a time, a decimal or a name) that stand within two words of a word of the task's own
+/// (`2 ERROR lines`, `ERROR count: 2`, `errors=2`), file names and the words of the question
+/// aside. The engine's record of the calls of the last run (`routine:NAME:approach`) is no
+/// memory of a count. `None` unless exactly one value is found.
+pub(super) fn remembered_count(memory: &str, task: &str) -> Option<usize> {
+    const ASIDE: [&str; 24] = [
+        "the", "and", "are", "there", "than", "more", "fewer", "less", "last", "check", "your", "tell", "whether",
+        "how", "many", "count", "number", "time", "since", "previous", "run", "compare", "with", "what",
+    ];
+    let subject: Vec<String> = task
+        .split_whitespace()
+        .filter(|t| !t.trim_end_matches(['.', ',', '?', '!']).contains(['.', '/']))
+        .flat_map(|t| words(t).collect::<Vec<_>>())
+        .filter(|w| w.chars().count() >= 3 && !ASIDE.contains(&w.as_str()))
+        .map(|w| stem(&w).to_string())
+        .collect();
+    let mut found: Vec<usize> =
+        memory.lines().filter(|l| !l.contains(":approach")).flat_map(|l| numbers_near(l, &subject)).collect();
+    found.sort_unstable();
+    found.dedup();
+    match found.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// `word` without a plural `s`.
+fn stem(word: &str) -> &str {
+    word.strip_suffix('s').filter(|w| w.len() >= 3).unwrap_or(word)
+}
+
+/// The whole numbers of `line` within two words of one of `subject`.
+fn numbers_near(line: &str, subject: &[String]) -> Vec<usize> {
+    let tokens: Vec<&str> = line
+        .split(|c: char| !c.is_alphanumeric() && c != '_' && !":-/.".contains(c))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let [n] = whole_numbers(token)[..] else { continue };
+        if token.trim_matches(|c: char| !c.is_ascii_digit()) != n.to_string() || token.chars().any(char::is_alphabetic)
+        {
+            continue;
+        }
+        let near = tokens[i.saturating_sub(2)..tokens.len().min(i + 3)]
+            .iter()
+            .flat_map(|t| words(t).collect::<Vec<_>>())
+            .any(|w| subject.iter().any(|s| *s == stem(&w)));
+        if near {
+            out.push(n);
+        }
+    }
+    out
+}
+
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_').filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+/// The whole numbers of `line` that stand alone: a run of digits not joined to letters, and not
+/// joined by `:` `-` `/` `.` to another digit (`10:00`, `2026-11-28`, `4.5`, `v2`).
+fn whole_numbers(line: &str) -> Vec<usize> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i].is_ascii_digit() {
+            i += 1;
+        }
+        let before = start.checked_sub(1).map(|b| chars[b]);
+        let joined = |c: Option<char>, next: Option<char>| match c {
+            Some(c) if c.is_alphabetic() || c == '_' => true,
+            Some(':' | '-' | '/' | '.') => next.is_some_and(|n| n.is_ascii_digit()),
+            _ => false,
+        };
+        let before_joined = joined(before, start.checked_sub(2).map(|b| chars[b]));
+        let after_joined = joined(chars.get(i).copied(), chars.get(i + 1).copied());
+        if !before_joined && !after_joined {
+            let digits: String = chars[start..i].iter().collect();
+            if let Ok(n) = digits.parse() {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// Whether `answer` says `direction` (and none of the other two's words, unless it says it).
+pub(super) fn says_direction(answer: &str, direction: Direction) -> bool {
+    let lower = answer.to_lowercase();
+    let own: Vec<String> = words(&lower).collect();
+    let (en, zh) = direction.words();
+    en.iter().any(|w| own.iter().any(|o| o == w)) || zh.iter().any(|w| answer.contains(w))
+}
+
+impl Agent {
+    /// The answer of an evidence request (`messages`, whose reply was `reply`) to a task that
+    /// compares the engine's count `n` with the last check's, when `memory` holds that one
+    /// number: `answer` when it says the direction, or else the answer asked once more naming
+    /// both numbers and the direction, when that one says `n` and the direction; noted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn since_last_answer(
+        &self,
+        task: &str,
+        n: usize,
+        memory: &str,
+        messages: &[Message],
+        reply: &str,
+        answer: String,
+        stats: &mut TurnStats,
+    ) -> String {
+        if answer.trim().is_empty() || !asks_since_last(task) || !says_count(&answer, n) {
+            return answer;
+        }
+        let Some(before) = remembered_count(memory, task) else { return answer };
+        let direction = Direction::of(n, before);
+        if says_direction(&answer, direction) {
+            return answer;
+        }
+        let ask = match (self.opts.language, direction) {
+            (Language::En, Direction::Same) => format!(
+                "Your answer does not compare. The count now is {n}; the last check remembered {before}: the same as last time.\nAnswer the task again with both numbers and that it is the same, after a line that says ANSWER:"
+            ),
+            (Language::En, d) => format!(
+                "Your answer does not compare. The count now is {n}; the last check remembered {before}: {} {} than last time.\nAnswer the task again with both numbers and whether it is more or fewer, after a line that says ANSWER:",
+                n.abs_diff(before),
+                if d == Direction::More { "more" } else { "fewer" }
+            ),
+            (Language::Zh, Direction::Same) => format!(
+                "你的回答没有比较。现在的数目是 {n}；上次检查记住的是 {before}：和上次一样。\n请给出两个数目并说明一样，写在“答案：”那一行之后。"
+            ),
+            (Language::Zh, d) => format!(
+                "你的回答没有比较。现在的数目是 {n}；上次检查记住的是 {before}：比上次{}了 {}。\n请给出两个数目并说明是多了还是少了，写在“答案：”那一行之后。",
+                if d == Direction::More { "多" } else { "少" },
+                n.abs_diff(before)
+            ),
+        };
+        let again = self.asked_again("the comparison with the last check", messages, reply, ask, stats).await;
+        let taken = says_count(&again, n) && says_direction(&again, direction);
+        self.record(RunEvent::Note {
+            kind: "comparison_not_said",
+            detail: format!(
+                "the answer said {n} but not how it compares with {before} remembered from the last check; asked again, {}",
+                if taken { "and the new answer says it" } else { "and the first answer stands" }
+            ),
+        });
+        if taken { again } else { answer }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_that_compares_with_the_last_check_is_told_from_one_that_does_not() {
+        assert!(asks_since_last(
+            "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check."
+        ));
+        assert!(asks_since_last("How many orders came in? Did that increase since the last run?"));
+        assert!(asks_since_last("数一下 app.log 里的 ERROR 行，和上次相比是多了还是少了？"));
+        assert!(!asks_since_last("Count the ERROR lines in app.log."));
+        assert!(!asks_since_last("Remember the count for next time."));
+    }
+
+    #[test]
+    fn the_remembered_number_is_the_one_about_the_tasks_subject() {
+        let task =
+            "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
+        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", task), Some(2));
+        assert_eq!(remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", task), Some(2));
+        assert_eq!(
+            remembered_count("- disk: 81% used\n- errors: 2 ERROR lines\n", task),
+            Some(2),
+            "the line about errors"
+        );
+        assert_eq!(remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", task), None, "two values: unsure");
+        assert_eq!(remembered_count("- note: checked app.log v2\n", task), None);
+        assert_eq!(remembered_count("", task), None);
+        // What the local model had in memory on its second run (stop 44): its own key without
+        // the number, the engine's record of the last turn and of its calls.
+        let memory = "- app_log_errors [core]: ERROR lines in app.log\n\
+            - turn:routine:errors:20261128T215220.722Z:f356 [conversation]: Asked: Count the ERROR lines.\n\
+            Answered: There are 2 ERROR lines in app.log.\n\
+            - routine:errors:approach [core]: Tool calls of the last successful run:\n\
+            - file_read {\"limit\":0,\"path\":\"app.log\"}\n";
+        assert_eq!(remembered_count(memory, task), Some(2));
+        assert_eq!(remembered_count("- errors=3\n", task), Some(3));
+    }
+
+    #[test]
+    fn a_stored_count_of_this_run_is_not_the_last_one() {
+        let call = |tool: &str, result: &str| CallRecord {
+            tool: tool.into(),
+            arguments: "{}".into(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        };
+        let calls = [
+            call("memory_recall", "- errors: 2 ERROR lines"),
+            call("memory_store", "stored"),
+            call("memory_recall", "- errors: 5 ERROR lines"),
+        ];
+        let memory = memory_before_stores("", &calls);
+        assert!(memory.contains("2 ERROR") && !memory.contains("5 ERROR"), "{memory}");
+    }
+
+    #[test]
+    fn a_direction_is_said_in_words_of_either_language() {
+        assert!(says_direction("There are 5 ERROR lines, 3 more than last time.", Direction::More));
+        assert!(says_direction("Errors increased from 2 to 5.", Direction::More));
+        assert!(!says_direction("There are 5 ERROR lines in app.log.", Direction::More));
+        assert!(says_direction("Fewer than before: 1 now, 4 then.", Direction::Fewer));
+        assert!(says_direction("现在有5条，比上次多了3条。", Direction::More));
+        assert!(says_direction("The count is the same: 2.", Direction::Same));
+        assert_eq!(Direction::of(5, 2), Direction::More);
+        assert_eq!(Direction::of(1, 2), Direction::Fewer);
+    }
+}
