@@ -184,19 +184,28 @@ impl Agent {
     }
 
     /// The percentages of the results that cross the limit the task states (`threshold.rs`),
+    /// or the values of the quantity it names that cross a limit with a unit (`unit_limit.rs`),
     /// when there are any; noted.
     fn threshold_crossed(&self, task: &SilenceTask) -> Option<Vec<String>> {
-        let limit = super::threshold::limit(sentences(&task.task))?;
         let results: Vec<&str> = looked_calls(&self.last_calls).into_iter().map(content).collect();
         let last_only = super::threshold::last_only(&task.task);
-        let found = super::threshold::crossing(&limit, &results, last_only);
+        let percent = super::threshold::limit(sentences(&task.task))
+            .map(|limit| (super::threshold::crossing(&limit, &results, last_only), limit.words))
+            .filter(|(found, _)| !found.is_empty());
+        let (found, words, last_only) = match percent {
+            Some((found, words)) => (found, words, last_only),
+            None => {
+                let limit = super::unit_limit::limit(sentences(&task.task))?;
+                (super::unit_limit::crossing(&limit, &results), limit.words, false)
+            }
+        };
         if found.is_empty() {
             return None;
         }
         let detail = format!(
             "the results hold {} where the task says \"{}\"{}; the silence is not believed",
             found.join(", "),
-            limit.words,
+            words,
             if last_only { " (the last line of each result)" } else { "" }
         );
         self.record(RunEvent::Note { kind: "threshold_check", detail });

@@ -73,6 +73,51 @@ pub(super) fn examples(lang: Language, ask: &str) -> Option<Vec<Message>> {
     )
 }
 
+/// What marks an answer copied from a worked example: all the values of one example's answer.
+const EXAMPLE_VALUES: [&[&str]; 2] = [&["bolts", "40"], &["12.00", "12.50"]];
+
+/// Whether `answer` is copied from a worked example: it holds all the values of one example's
+/// answer, and the request it answers (`request`, the data and the task) holds none of them.
+/// "How many orders are still pending? Is that more or less than last time?": shown the
+/// examples, the 1.5B model answered "Yes: the shop's price is 12.00 and the web price is
+/// 12.50." twice (bench/README.md, stop 44).
+pub(super) fn copied(answer: &str, request: &str) -> bool {
+    let (answer, request) = (answer.to_lowercase(), request.to_lowercase());
+    EXAMPLE_VALUES
+        .iter()
+        .any(|values| values.iter().all(|v| answer.contains(v)) && !values.iter().any(|v| request.contains(v)))
+}
+
+impl super::Agent {
+    /// `answer` (after `ANSWER:`) to the evidence request `messages`, or, when it is copied from
+    /// a worked example, the answer to the request without the examples (empty when that one
+    /// is copied too, or the call failed); noted.
+    pub(super) async fn not_copied(
+        &self,
+        messages: &[Message],
+        answer: String,
+        stats: &mut super::events::TurnStats,
+    ) -> String {
+        let request = messages.last().map(Message::text).unwrap_or_default();
+        if !copied(&answer, request) {
+            return answer;
+        }
+        let plain: Vec<Message> = messages.first().into_iter().chain(messages.last()).cloned().collect();
+        let what = "the answer without the worked examples";
+        let again = self.side_call(what, plain, self.opts.temperature, self.opts.max_tokens, stats).await;
+        let again = again.map(|r| super::evidence::answer_of(&r).trim().to_string()).unwrap_or_default();
+        let again = if copied(&again, request) { String::new() } else { again };
+        self.record(super::events::RunEvent::Note {
+            kind: "example_copied",
+            detail: format!(
+                "the answer was copied from a worked example; asked without the examples, {}",
+                if again.is_empty() { "and no answer came" } else { "and that answer is taken" }
+            ),
+        });
+        again
+    }
+}
+
 /// The reply without the line of values that the examples teach to write first, where
 /// something else remains.
 pub(super) fn without_values(reply: &str) -> &str {
@@ -99,6 +144,17 @@ mod tests {
         ] {
             assert!(asks_to_compare(task), "{task}");
         }
+    }
+
+    #[test]
+    fn an_answer_with_the_values_of_an_example_the_data_lacks_is_copied() {
+        let request =
+            "Data:\n--- file_read {\"path\":\"orders.csv\"} ---\nid,status\n7,pending\n---\n\nTask: How many?";
+        assert!(copied("Yes: the shop's price is 12.00 and the web price is 12.50.", request));
+        assert!(copied("We have the fewest bolts: 40.", request));
+        assert!(!copied("1 order is still pending.", request));
+        let prices = "Data:\nprice: 12.00\nprice: 12.50\n\nTask: Do the prices match?";
+        assert!(!copied("No: 12.00 and 12.50 differ.", prices), "the data's own values");
     }
 
     #[test]

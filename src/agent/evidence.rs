@@ -44,7 +44,9 @@ pub(super) fn messages(
     let Labels { data: data_label, task: task_label, ask } = labels(lang);
     let memory = memory_block(lang, remembered);
     let mut messages = vec![Message::system(system_prompt(lang, now, Source::Tools, None))];
-    if comparison::asks_to_compare(task) {
+    // A comparison with the last check is with what was remembered, not between the data's
+    // values: the examples of those misled it (`since_last.rs`).
+    if comparison::asks_to_compare(task) && !super::since_last::asks_since_last(task) {
         messages.extend(comparison::examples(lang, ask).unwrap_or_default());
     }
     let note = note.map(|n| format!("\n\n{n}")).unwrap_or_default();

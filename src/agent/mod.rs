@@ -46,6 +46,7 @@ mod state_value;
 mod threshold;
 mod turn;
 mod unchanged;
+mod unit_limit;
 mod whole_word;
 mod window;
 mod write_check;

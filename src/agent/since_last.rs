@@ -101,12 +101,22 @@ pub(super) fn memory_before_stores(remembered: &str, calls: &[CallRecord]) -> St
     text
 }
 
-/// The one number `memory` holds about the task's subject: the whole numbers (no part of a
-/// date, a time, a decimal or a name) that stand within two words of a word of the task's own
-/// (`2 ERROR lines`, `ERROR count: 2`, `errors=2`), file names and the words of the question
-/// aside. The engine's record of the calls of the last run (`routine:NAME:approach`) is no
-/// memory of a count. `None` unless exactly one value is found.
-pub(super) fn remembered_count(memory: &str, task: &str) -> Option<usize> {
+/// What the memory holds of the count of the last check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Remembered {
+    /// No number about the task's subject: this is the first check.
+    Nothing,
+    One(usize),
+    /// Several different numbers: which one was the count cannot be told.
+    Several,
+}
+
+/// The number `memory` holds about the task's subject: the whole numbers (no part of a date, a
+/// time, a decimal or a name) that stand within two words of a word of the task's own (`2 ERROR
+/// lines`, `ERROR count: 2`, `errors=2`), file names and the words of the question aside. The
+/// engine's record of the calls of the last run (`routine:NAME:approach`) is no memory of a
+/// count.
+pub(super) fn remembered_count(memory: &str, task: &str) -> Remembered {
     const ASIDE: [&str; 24] = [
         "the", "and", "are", "there", "than", "more", "fewer", "less", "last", "check", "your", "tell", "whether",
         "how", "many", "count", "number", "time", "since", "previous", "run", "compare", "with", "what",
@@ -123,8 +133,9 @@ pub(super) fn remembered_count(memory: &str, task: &str) -> Option<usize> {
     found.sort_unstable();
     found.dedup();
     match found.as_slice() {
-        [one] => Some(*one),
-        _ => None,
+        [] => Remembered::Nothing,
+        [one] => Remembered::One(*one),
+        _ => Remembered::Several,
     }
 }
 
@@ -221,7 +232,11 @@ impl Agent {
         if answer.trim().is_empty() || !asks_since_last(task) || !says_count(&answer, n) {
             return answer;
         }
-        let Some(before) = remembered_count(memory, task) else { return answer };
+        let before = match remembered_count(memory, task) {
+            Remembered::One(before) => before,
+            Remembered::Nothing => return self.first_check(n, messages, reply, answer, stats).await,
+            Remembered::Several => return answer,
+        };
         let direction = Direction::of(n, before);
         if says_direction(&answer, direction) {
             return answer;
@@ -257,6 +272,45 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// `answer` to a task that compares the count `n` with the last check when nothing of a
+    /// last check is remembered: when it says a direction anyway (run 1 of a probe task said
+    /// "3 orders are still pending, which is less than last time (5 orders)", and the made-up 5
+    /// went into the memory the second run compared with), it is asked once more to say the
+    /// count alone; the second answer is taken when it says `n` and no direction; noted.
+    async fn first_check(
+        &self,
+        n: usize,
+        messages: &[Message],
+        reply: &str,
+        answer: String,
+        stats: &mut TurnStats,
+    ) -> String {
+        let any = [Direction::More, Direction::Fewer, Direction::Same];
+        if !any.iter().any(|d| says_direction(&answer, *d)) {
+            return answer;
+        }
+        let ask = match self.opts.language {
+            Language::En => format!(
+                "Nothing from an earlier check is remembered, so there is nothing to compare {n} with yet. Answer the task again with the count alone and say that this is the first check, after a line that says ANSWER:"
+            ),
+            Language::Zh => format!(
+                "没有记住之前任何一次检查的结果，所以 {n} 还没有可以比较的对象。请只给出数目，并说明这是第一次检查，写在“答案：”那一行之后。"
+            ),
+        };
+        let again = self.asked_again("the first check, with nothing to compare", messages, reply, ask, stats).await;
+        let taken = says_count(&again, n) && !any.iter().any(|d| says_direction(&again, *d));
+        self.record(RunEvent::Note {
+            kind: "comparison_without_memory",
+            detail: format!(
+                "the answer compared {n} with a last check that nothing remembered; asked again, {}",
+                if taken { "and the new answer says the count alone" } else { "and the first answer stands" }
+            ),
+        });
+        if taken { again } else { answer }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,16 +330,23 @@ mod tests {
     fn the_remembered_number_is_the_one_about_the_tasks_subject() {
         let task =
             "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
-        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", task), Some(2));
-        assert_eq!(remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", task), Some(2));
+        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", task), Remembered::One(2));
+        assert_eq!(
+            remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", task),
+            Remembered::One(2)
+        );
         assert_eq!(
             remembered_count("- disk: 81% used\n- errors: 2 ERROR lines\n", task),
-            Some(2),
+            Remembered::One(2),
             "the line about errors"
         );
-        assert_eq!(remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", task), None, "two values: unsure");
-        assert_eq!(remembered_count("- note: checked app.log v2\n", task), None);
-        assert_eq!(remembered_count("", task), None);
+        assert_eq!(
+            remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", task),
+            Remembered::Several,
+            "two values: unsure"
+        );
+        assert_eq!(remembered_count("- note: checked app.log v2\n", task), Remembered::Nothing);
+        assert_eq!(remembered_count("", task), Remembered::Nothing);
         // What the local model had in memory on its second run (stop 44): its own key without
         // the number, the engine's record of the last turn and of its calls.
         let memory = "- app_log_errors [core]: ERROR lines in app.log\n\
@@ -293,8 +354,8 @@ mod tests {
             Answered: There are 2 ERROR lines in app.log.\n\
             - routine:errors:approach [core]: Tool calls of the last successful run:\n\
             - file_read {\"limit\":0,\"path\":\"app.log\"}\n";
-        assert_eq!(remembered_count(memory, task), Some(2));
-        assert_eq!(remembered_count("- errors=3\n", task), Some(3));
+        assert_eq!(remembered_count(memory, task), Remembered::One(2));
+        assert_eq!(remembered_count("- errors=3\n", task), Remembered::One(3));
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl Limit {
 }
 
 /// Words before a percentage that ask for the values above it, or at or above it.
-const ABOVE: [&str; 15] = [
+pub(super) const ABOVE: [&str; 15] = [
     "more than",
     "greater than",
     "higher than",
@@ -56,8 +56,8 @@ const ABOVE: [&str; 15] = [
     "高于",
     "大于",
 ];
-const AT_LEAST: [&str; 6] = ["at least", "at or above", ">=", "≥", "达到", "不低于"];
-const BELOW: [&str; 12] = [
+pub(super) const AT_LEAST: [&str; 6] = ["at least", "at or above", ">=", "≥", "达到", "不低于"];
+pub(super) const BELOW: [&str; 12] = [
     "less than",
     "lower than",
     "fewer than",
@@ -71,7 +71,7 @@ const BELOW: [&str; 12] = [
     "不足",
     "不到",
 ];
-const AT_MOST: [&str; 5] = ["at most", "at or below", "<=", "≤", "不超过"];
+pub(super) const AT_MOST: [&str; 5] = ["at most", "at or below", "<=", "≤", "不超过"];
 /// Words after a percentage that make it inclusive: "90% or more".
 const AFTER_ABOVE: [&str; 5] = ["or more", "or higher", "or above", "and above", "以上"];
 const AFTER_BELOW: [&str; 5] = ["or less", "or lower", "or below", "and below", "以下"];

@@ -183,7 +183,9 @@ impl Agent {
             let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
+                // Nor is an answer copied from a worked example (`comparison.rs`).
                 let answer = evidence::answer_of(&content).to_string();
+                let answer = self.not_copied(&request.messages, answer, &mut stats).await;
                 // A silence (the token anywhere in it) is no summary that left something out.
                 let silent =
                     self.routine.as_ref().and_then(|r| r.silent_token.as_deref()).is_some_and(|t| answer.contains(t));

@@ -90,7 +90,9 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
         return Some(Ask::Total);
     }
     if ["how many", "number of", "count the"].iter().any(|p| phrase(p))
-        || ["多少", "几个", "几条", "几次", "几行"].iter().any(|p| phrase(p))
+        || ["多少", "几个", "几条", "几次", "几行", "行数", "条数", "个数", "次数", "数一下", "数一数"]
+            .iter()
+            .any(|p| phrase(p))
     {
         return Some(Ask::Count);
     }

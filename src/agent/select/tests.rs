@@ -13,6 +13,8 @@ fn the_task_says_what_it_asks_of_a_list() {
     assert_eq!(ask_of("Which region had the highest revenue in data/sales.csv?"), Some(Ask::Most));
     assert_eq!(ask_of("How many users in users.json are admins? Name them."), Some(Ask::Count));
     assert_eq!(ask_of("data/orders.csv 里有多少个订单的状态是 refunded？"), Some(Ask::Count));
+    assert_eq!(ask_of("统计 app.log 里 WARN 的行数，并告诉我和上次检查相比是多了还是少了。"), Some(Ask::Count));
+    assert_eq!(ask_of("数一下 inbox 里的邮件条数。"), Some(Ask::Count));
     assert_eq!(ask_of("Tell me which services are down and their last error."), Some(Ask::Which));
     assert_eq!(ask_of("哪些订单被退款了？"), Some(Ask::Which));
     assert_eq!(ask_of("库存最少的仓库是哪个？"), Some(Ask::Least));

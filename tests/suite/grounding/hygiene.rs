@@ -143,6 +143,31 @@ async fn a_comparison_is_asked_after_two_worked_examples_and_its_values_are_not_
     h.mock.assert_clean();
 }
 
+/// Shown the worked examples, the local model answered with one of them ("Yes: the shop's
+/// price is 12.00 and the web price is 12.50.") where the data held neither price. Such an
+/// answer is never delivered: the request goes again without the examples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_copied_from_a_worked_example_is_asked_again_without_the_examples() {
+    let h = harness().await;
+    h.write("b.txt", "one\ntwo\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "a.txt"})),
+        tool_call("file_read", json!({"path": "b.txt"})),
+        text(READ_A),
+        text("ANSWER:\nYes: the shop's price is 12.00 and the web price is 12.50."),
+        text("ANSWER: a.txt has 3 lines, b.txt 2."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message("Which of a.txt and b.txt has the most lines?").await.unwrap();
+    assert_eq!(reply, "a.txt has 3 lines, b.txt 2.");
+    let reqs = h.mock.requests();
+    let roles: Vec<&str> =
+        reqs[4]["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user"], "asked again without the examples");
+    assert!(super::last_text(&reqs[4]).contains("Task: Which of a.txt and b.txt has the most lines?"));
+    h.mock.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_that_names_its_tools_is_never_delivered_and_the_answer_comes_from_the_evidence() {
     let h = harness().await;

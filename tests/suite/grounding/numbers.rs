@@ -1,5 +1,7 @@
-//! A comparison of two numbers an answer states falsely (`agent/false_comparison.rs`): asked
-//! once more with the comparison as it is. Through `routines run` and a scripted model.
+//! Numbers compared: a comparison of two numbers an answer states falsely
+//! (`agent/false_comparison.rs`) is asked once more with the comparison as it is; a value of the
+//! quantity a task names that crosses its limit with a unit (`agent/unit_limit.rs`) turns a
+//! silence into a report. Through `routines run` and a scripted model.
 
 use serde_json::json;
 
@@ -67,5 +69,72 @@ async fn a_second_false_comparison_leaves_the_first_answer() {
             "the answer said \"1250, which is not over 1000\", but 1250 is more than 1000; asked again, and the first answer stands"
         ]
     );
+    mock.assert_clean();
+}
+
+/// A routine that runs `task` over `file` holding `body`, or replies NO_REPLY, into `out.md`.
+fn alert(mock: &MockLlm, task: &str, file: &str, body: &str) -> Routines {
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/alert.yaml",
+        &format!(
+            "prompt: {task} Otherwise reply NO_REPLY.\nagent: {{ tools: [file_read] }}\ndeliver:\n  - file: {{ path: out.md }}\n"
+        ),
+    )
+    .write(file, body);
+    p
+}
+
+/// "less than 2G available" over `df -h`: the local model answered NO_REPLY beside `/data ...
+/// 1.2G`, and its check tested the header. The `Avail` column's 1.2G crosses the limit: the
+/// silence is not believed, no code is asked for, and the report is asked from that line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silence_beside_a_named_value_past_a_limit_with_a_unit_is_reported() {
+    let mock = MockLlm::start().await;
+    let df = "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   31G   17G  65% /\n\
+              /dev/sdb1       200G  198G  1.2G  99% /data\n/dev/sdc1        20G   12G  7.5G  62% /var\n";
+    let p = alert(&mock, "Look at df.txt and alert me if any filesystem has less than 2G available.", "df.txt", df);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "df.txt"})),
+        text("ANSWER: NO_REPLY"),
+        text("ANSWER: /data has only 1.2G available."),
+    ]);
+    let o = p.run_async(["run", "alert", "--json"]).await;
+    assert_eq!(o.json()["status"], "succeeded", "{}", o.stdout);
+    assert_eq!(p.read("out.md"), "/data has only 1.2G available.\n");
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 3, "the read, the answer, the report: no code request");
+    let report = crate::common::content(&reqs[2], 1);
+    assert!(report.contains("/dev/sdb1       200G  198G  1.2G  99% /data") && !report.contains("/var"), "{report}");
+    assert_eq!(
+        super::note_details(&p.show(1).await, "threshold_check"),
+        ["the results hold 1.2G where the task says \"filesystem has less than 2g\"; the silence is not believed"]
+    );
+    mock.assert_clean();
+}
+
+/// `p99=950ms` against "above 800 ms" is found by its key; `p99=420ms` crosses nothing, which
+/// proves nothing: the model's own check runs and keeps the silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_named_key_is_compared_in_its_unit_and_a_value_under_the_limit_goes_to_the_code_check() {
+    let task = "Check latency.txt. If the p99 latency is above 800 ms, tell me the value.";
+    let mock = MockLlm::start().await;
+    let p = alert(&mock, task, "latency.txt", "endpoint=/api/orders p50=180ms p95=610ms p99=950ms\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "latency.txt"})),
+        text("ANSWER: NO_REPLY"),
+        text("ANSWER: The p99 latency is 950ms."),
+    ]);
+    let o = p.run_async(["run", "alert", "--json"]).await;
+    assert_eq!(o.json()["output"], "The p99 latency is 950ms.", "{}", o.stdout);
+    assert_eq!(mock.request_count(), 3, "no code request");
+
+    let mock = MockLlm::start().await;
+    let p = alert(&mock, task, "latency.txt", "endpoint=/api/orders p50=120ms p95=310ms p99=420ms\n");
+    let code = "```python\ndef findings(output: str) -> list:\n    return []\n```";
+    mock.push_all([tool_call("file_read", json!({"path": "latency.txt"})), text("ANSWER: NO_REPLY"), text(code)]);
+    let o = p.run_async(["run", "alert", "--json"]).await;
+    assert_eq!(o.json()["status"], "silent", "{}", o.stdout);
+    assert_eq!(mock.request_count(), 3, "the read, the answer, the code");
     mock.assert_clean();
 }

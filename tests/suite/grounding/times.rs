@@ -234,3 +234,42 @@ async fn a_count_the_task_compares_with_the_last_check_goes_back_without_the_com
     );
     mock.assert_clean();
 }
+
+/// On a first check nothing is remembered, and the answer compared anyway ("3 more than last
+/// time"): it goes back once to say the count alone, so no made-up number goes into the memory
+/// the next run compares with.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comparison_with_a_last_check_nothing_remembered_goes_back_for_the_count_alone() {
+    let mock = MockLlm::start().await;
+    let log = "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n";
+    let p = project(
+        &mock,
+        "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.",
+        "file_read, memory_recall, memory_store",
+        "app.log",
+        log,
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("There are 5 ERROR lines in app.log."),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```"),
+        text("ANSWER: There are 5 ERROR lines, 3 more than last time."),
+        text("ANSWER: There are 5 ERROR lines in app.log; this is the first check."),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "There are 5 ERROR lines in app.log; this is the first check.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert!(
+        super::last_text(&reqs[4])
+            .starts_with("Nothing from an earlier check is remembered, so there is nothing to compare 5 with yet."),
+        "{}",
+        super::last_text(&reqs[4])
+    );
+    assert_eq!(
+        super::note_details(&p.show(1).await, "comparison_without_memory"),
+        [
+            "the answer compared 5 with a last check that nothing remembered; asked again, and the new answer says the count alone"
+        ]
+    );
+    mock.assert_clean();
+}
