@@ -1,7 +1,8 @@
 //! One more request after an answer the engine questions: the request the answer came from,
 //! the answer, and what the engine says about it. Used by the checks of an answer's count
-//! (`counted.rs`), its comparison with the last check (`since_last.rs`) and the comparisons of
-//! numbers it states (`false_comparison.rs`); each decides whether the new answer is taken.
+//! (`counted.rs`), its comparison with the last check (`since_last.rs`), the comparisons of numbers
+//! it states (`false_comparison.rs`) and the value it leaves out (`value_stated.rs`); each decides
+//! whether the new answer is taken.
 
 use super::Agent;
 use super::events::TurnStats;

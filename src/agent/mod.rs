@@ -47,6 +47,7 @@ mod threshold;
 mod turn;
 mod unchanged;
 mod unit_limit;
+mod value_stated;
 mod whole_word;
 mod window;
 mod write_check;

@@ -7,9 +7,11 @@
 //! answer is asked once more with both numbers and the direction named; the second answer is
 //! taken only when it says the count and that direction.
 //!
-//! The remembered number is read from what was remembered before this run (the Memory section's
-//! lines) and from the turn's `memory_recall` results made before its first `memory_store`, so a
-//! count the run stored itself is never taken for the last one.
+//! The remembered number is first the one of the engine's own record of the routine's last
+//! answer to this task (the turn summary `Asked: ... Answered: ...` it stores after each turn):
+//! what the user was told last time. Without one, it is read from what was remembered before
+//! this run (the Memory section's lines) and from the turn's `memory_recall` results made before
+//! its first `memory_store`, so a count the run stored itself is never taken for the last one.
 
 use super::Agent;
 use super::counted::says_count;
@@ -111,12 +113,14 @@ pub(super) enum Remembered {
     Several,
 }
 
-/// The number `memory` holds about the task's subject: the whole numbers (no part of a date, a
-/// time, a decimal or a name) that stand within two words of a word of the task's own (`2 ERROR
-/// lines`, `ERROR count: 2`, `errors=2`), file names and the words of the question aside. The
-/// engine's record of the calls of the last run (`routine:NAME:approach`) is no memory of a
-/// count.
-pub(super) fn remembered_count(memory: &str, task: &str) -> Remembered {
+/// The last count: the one number of `last`, the routine's last answer to this task (or, of
+/// several, the one next to a word of the task), else the number `memory` holds about the
+/// task's subject: the whole numbers (no part of a date, a time, a decimal or a name) that stand
+/// within two words of a word of the task's own (`2 ERROR lines`, `ERROR count: 2`, `errors=2`),
+/// file names and the words of the question aside. The engine's record of the calls of the
+/// last run (`routine:NAME:approach`, lines of `- tool {arguments}`) and the questions of
+/// earlier turns are no memory of a count. `Nothing` only when no whole number is left at all.
+pub(super) fn remembered_count(memory: &str, last: Option<&str>, task: &str) -> Remembered {
     const ASIDE: [&str; 24] = [
         "the", "and", "are", "there", "than", "more", "fewer", "less", "last", "check", "your", "tell", "whether",
         "how", "many", "count", "number", "time", "since", "previous", "run", "compare", "with", "what",
@@ -128,15 +132,49 @@ pub(super) fn remembered_count(memory: &str, task: &str) -> Remembered {
         .filter(|w| w.chars().count() >= 3 && !ASIDE.contains(&w.as_str()))
         .map(|w| stem(&w).to_string())
         .collect();
-    let mut found: Vec<usize> =
-        memory.lines().filter(|l| !l.contains(":approach")).flat_map(|l| numbers_near(l, &subject)).collect();
-    found.sort_unstable();
-    found.dedup();
-    match found.as_slice() {
-        [] => Remembered::Nothing,
-        [one] => Remembered::One(*one),
+    let one = |found: &mut Vec<usize>| {
+        found.sort_unstable();
+        found.dedup();
+        match found.as_slice() {
+            [] => Remembered::Nothing,
+            [one] => Remembered::One(*one),
+            _ => Remembered::Several,
+        }
+    };
+    if let Some(last) = last {
+        let mut all: Vec<usize> = last.lines().flat_map(whole_numbers).collect();
+        match one(&mut all) {
+            Remembered::Several => {
+                let mut near: Vec<usize> = last.lines().flat_map(|l| numbers_near(l, &subject)).collect();
+                return match one(&mut near) {
+                    Remembered::One(n) => Remembered::One(n),
+                    _ => Remembered::Several,
+                };
+            }
+            Remembered::One(n) => return Remembered::One(n),
+            Remembered::Nothing => {}
+        }
+    }
+    let lines: Vec<&str> = memory.lines().filter(|l| !is_record_of_calls(l) && !l.contains("Asked:")).collect();
+    if lines.iter().all(|l| whole_numbers(l).is_empty()) {
+        return Remembered::Nothing;
+    }
+    let mut near: Vec<usize> = lines.iter().flat_map(|l| numbers_near(l, &subject)).collect();
+    match one(&mut near) {
+        Remembered::One(n) => Remembered::One(n),
         _ => Remembered::Several,
     }
+}
+
+/// Whether `line` is part of the engine's record of a run's calls: its title
+/// (`routine:NAME:approach`) or one call (`- file_read {"path":"app.log"}`).
+fn is_record_of_calls(line: &str) -> bool {
+    let t = line.trim();
+    t.contains(":approach")
+        || t.strip_prefix("- ").is_some_and(|rest| {
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            !name.is_empty() && rest[name.len()..].trim_start().starts_with('{') && t.ends_with('}')
+        })
 }
 
 /// `word` without a plural `s`.
@@ -146,14 +184,16 @@ fn stem(word: &str) -> &str {
 
 /// The whole numbers of `line` within two words of one of `subject`.
 fn numbers_near(line: &str, subject: &[String]) -> Vec<usize> {
+    // Chinese characters part words as spaces do (`共有2行WARN`).
     let tokens: Vec<&str> = line
-        .split(|c: char| !c.is_alphanumeric() && c != '_' && !":-/.".contains(c))
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_' && !":-/.".contains(c))
         .filter(|t| !t.is_empty())
         .collect();
     let mut out = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
         let [n] = whole_numbers(token)[..] else { continue };
-        if token.trim_matches(|c: char| !c.is_ascii_digit()) != n.to_string() || token.chars().any(char::is_alphabetic)
+        if token.trim_matches(|c: char| !c.is_ascii_digit()) != n.to_string()
+            || token.chars().any(|c| c.is_ascii_alphabetic())
         {
             continue;
         }
@@ -189,7 +229,7 @@ fn whole_numbers(line: &str) -> Vec<usize> {
         }
         let before = start.checked_sub(1).map(|b| chars[b]);
         let joined = |c: Option<char>, next: Option<char>| match c {
-            Some(c) if c.is_alphabetic() || c == '_' => true,
+            Some(c) if c.is_ascii_alphabetic() || c == '_' => true,
             Some(':' | '-' | '/' | '.') => next.is_some_and(|n| n.is_ascii_digit()),
             _ => false,
         };
@@ -229,16 +269,17 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
-        if answer.trim().is_empty() || !asks_since_last(task) || !says_count(&answer, n) {
+        if answer.trim().is_empty() || !asks_since_last(task) {
             return answer;
         }
-        let before = match remembered_count(memory, task) {
+        let last = self.last_answer(task);
+        let before = match remembered_count(memory, last.as_deref(), task) {
             Remembered::One(before) => before,
             Remembered::Nothing => return self.first_check(n, messages, reply, answer, stats).await,
             Remembered::Several => return answer,
         };
         let direction = Direction::of(n, before);
-        if says_direction(&answer, direction) {
+        if says_count(&answer, n) && says_direction(&answer, direction) {
             return answer;
         }
         let ask = match (self.opts.language, direction) {
@@ -273,6 +314,25 @@ impl Agent {
 }
 
 impl Agent {
+    /// The routine's last answer to `task`, from the summary the engine stores after each turn
+    /// (`turn:routine:NAME:TIME:...`, `Asked: TASK\nAnswered: ANSWER`): the newest whose question
+    /// is this task. `None` outside a routine, without memory, or before the first answer.
+    fn last_answer(&self, task: &str) -> Option<String> {
+        let memory = self.memory.as_ref()?;
+        let prefix = format!("turn:routine:{}:", self.routine.as_ref()?.name);
+        let asked: String = task.trim().chars().take(150).collect();
+        let found = memory.recall_in(task, Some(crate::memory::CONVERSATION), 50).ok()?;
+        found
+            .into_iter()
+            .filter(|e| e.key.starts_with(&prefix))
+            .filter_map(|e| {
+                let (question, answer) = e.content.split_once("\nAnswered: ")?;
+                question.strip_prefix("Asked: ")?.starts_with(&asked).then(|| (e.key, answer.to_string()))
+            })
+            .max_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, answer)| answer)
+    }
+
     /// `answer` to a task that compares the count `n` with the last check when nothing of a
     /// last check is remembered: when it says a direction anyway (run 1 of a probe task said
     /// "3 orders are still pending, which is less than last time (5 orders)", and the made-up 5
@@ -330,23 +390,23 @@ mod tests {
     fn the_remembered_number_is_the_one_about_the_tasks_subject() {
         let task =
             "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
-        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", task), Remembered::One(2));
+        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", None, task), Remembered::One(2));
         assert_eq!(
-            remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", task),
+            remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", None, task),
             Remembered::One(2)
         );
         assert_eq!(
-            remembered_count("- disk: 81% used\n- errors: 2 ERROR lines\n", task),
+            remembered_count("- disk: 81% used\n- errors: 2 ERROR lines\n", None, task),
             Remembered::One(2),
             "the line about errors"
         );
         assert_eq!(
-            remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", task),
+            remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", None, task),
             Remembered::Several,
             "two values: unsure"
         );
-        assert_eq!(remembered_count("- note: checked app.log v2\n", task), Remembered::Nothing);
-        assert_eq!(remembered_count("", task), Remembered::Nothing);
+        assert_eq!(remembered_count("- note: checked app.log v2\n", None, task), Remembered::Nothing);
+        assert_eq!(remembered_count("", None, task), Remembered::Nothing);
         // What the local model had in memory on its second run (stop 44): its own key without
         // the number, the engine's record of the last turn and of its calls.
         let memory = "- app_log_errors [core]: ERROR lines in app.log\n\
@@ -354,8 +414,28 @@ mod tests {
             Answered: There are 2 ERROR lines in app.log.\n\
             - routine:errors:approach [core]: Tool calls of the last successful run:\n\
             - file_read {\"limit\":0,\"path\":\"app.log\"}\n";
-        assert_eq!(remembered_count(memory, task), Remembered::One(2));
-        assert_eq!(remembered_count("- errors=3\n", task), Remembered::One(3));
+        assert_eq!(remembered_count(memory, None, task), Remembered::One(2));
+        assert_eq!(remembered_count("- errors=3\n", None, task), Remembered::One(3));
+        // A number of the memory about something else is no count of this task's, but not
+        // nothing either.
+        assert_eq!(remembered_count("- disk: 81% used\n", None, task), Remembered::Several);
+        // The record of the last run's calls holds numbers of arguments, no count.
+        let calls = "- routine:errors:approach [core]: Tool calls of the last successful run:\n\
+                     - memory_recall {\"limit\":10,\"query\":\"ERROR\"}\n- file_read {\"path\":\"app.log\"}\n";
+        assert_eq!(remembered_count(calls, None, task), Remembered::Nothing);
+        // The routine's last answer to the task comes first: what the user was told.
+        assert_eq!(
+            remembered_count("- errors: 4 ERROR lines\n", Some("There are 2 ERROR lines."), task),
+            Remembered::One(2)
+        );
+        assert_eq!(
+            remembered_count("", Some("3 ERROR lines, 1 more than the 2 before."), task),
+            Remembered::Several,
+            "three numbers, none alone next to the subject"
+        );
+        let zh = "统计 app.log 里 WARN 的行数，并告诉我和上次检查相比是多了还是少了。";
+        assert_eq!(remembered_count("", Some("共有2行WARN。"), zh), Remembered::One(2));
+        assert_eq!(remembered_count("- warn_count: WARN 行数：2\n", None, zh), Remembered::One(2));
     }
 
     #[test]

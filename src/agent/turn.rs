@@ -358,10 +358,18 @@ impl Agent {
                             text
                         };
                         // A comparison of two numbers the answer states falsely (`false_comparison.rs`).
+                        // And one about a limit that does not say the value (`value_stated.rs`).
                         let text = match &self.routine {
                             Some(r) => {
                                 let silent = r.silent_token.as_deref().filter(|t| message.contains(t));
-                                self.compared_right(&request.messages, text, silent, &mut stats).await
+                                let text = self.compared_right(&request.messages, text, silent, &mut stats).await;
+                                match silent {
+                                    Some(t) if text.contains(t) => text,
+                                    _ => {
+                                        self.value_stated(message, &calls_made, &request.messages, text, &mut stats)
+                                            .await
+                                    }
+                                }
                             }
                             None => text,
                         };

@@ -31,6 +31,8 @@ pub(super) struct UnitLimit {
     pub subject: Vec<String>,
     /// The task's words that state the limit, for the run's notes ("less than 2g").
     pub words: String,
+    /// The limit as the task writes it (`2g`, `1000`).
+    pub written: String,
 }
 
 /// What a unit measures.
@@ -38,6 +40,8 @@ pub(super) struct UnitLimit {
 pub(super) enum Kind {
     Size,
     Time,
+    /// A number written without a unit (`depth: 1250`), compared only with another.
+    Plain,
 }
 
 /// A number and its unit: `2G`, `800 ms`, `1.2 GiB`, `950ms`.
@@ -45,17 +49,23 @@ static AMOUNT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)^(\d+(?:\.\d+)?)\s?(ms|msec|milliseconds?|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?|b|bytes|[kmgt]i?b?)$").ok()
 });
 
-/// A number and its unit within a sentence.
+/// A number and its unit, or a number alone, within a sentence.
 static IN_TEXT: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)(\d+(?:\.\d+)?)\s?(ms|msec|milliseconds?|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?|b|bytes|[kmgt]i?b?)\b").ok()
+    Regex::new(r"(?i)(\d[\d,]*(?:\.\d+)?)(?:\s?(ms|msec|milliseconds?|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?|b|bytes|[kmgt]i?b?)\b)?").ok()
 });
 
-/// `key=value` or `key: value` with a unit.
-static PAIR: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b([a-z][a-z0-9_]*)\s*[=:]\s*(\d+(?:\.\d+)?\s?[a-z]{1,12})\b").ok());
+/// `key=value`, `key: value` or `"key": value`, the value a number with or without a unit.
+static PAIR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b([a-z][a-z0-9_]*)"?\s*[=:]\s*"?(\d+(?:\.\d+)?(?:\s?(?:ms|msec|milliseconds?|s|secs?|seconds?|min|mins|minutes?|h|hrs?|hours?|b|bytes|[kmgt]i?b?)\b)?)"#).ok()
+});
 
-/// The value of `amount` (`2G`, `800 ms`) in its kind's base unit.
+/// The value of `amount` (`2G`, `800 ms`, `1250`) in its kind's base unit.
 pub(super) fn amount(text: &str) -> Option<(f64, Kind)> {
+    if let Ok(n) = text.trim().replace(',', "").parse::<f64>()
+        && text.trim().starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Some((n, Kind::Plain));
+    }
     let c = AMOUNT.as_ref()?.captures(text.trim())?;
     let n: f64 = c.get(1)?.as_str().parse().ok()?;
     let unit = c.get(2)?.as_str().to_lowercase();
@@ -95,6 +105,13 @@ pub(super) fn limit<'a>(sentences: impl Iterator<Item = &'a str>) -> Option<Unit
             if lower[..whole.start()].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '.') {
                 continue;
             }
+            // A percentage is `threshold.rs`'s; a clock time, a date or a version is no limit.
+            let mut rest = lower[whole.end()..].chars();
+            let (next, then) = (rest.next(), rest.next());
+            let joined = matches!(next, Some(':' | '-' | '/' | '.')) && then.is_some_and(|c| c.is_ascii_digit());
+            if matches!(next, Some('%' | '％')) || joined {
+                continue;
+            }
             let Some((base, kind)) = amount(whole.as_str()) else { continue };
             let before = lower[..whole.start()].trim_end();
             let after = lower[whole.end()..].trim_start();
@@ -121,7 +138,8 @@ pub(super) fn limit<'a>(sentences: impl Iterator<Item = &'a str>) -> Option<Unit
                 .collect();
             let head: Vec<&str> = before.split_whitespace().collect();
             let words = format!("{} {}", head[head.len().saturating_sub(4)..].join(" "), whole.as_str());
-            found.push(UnitLimit { above, inclusive, base, kind, subject, words });
+            let written = whole.as_str().to_string();
+            found.push(UnitLimit { above, inclusive, base, kind, subject, words, written });
         }
     }
     let first = found.first()?.clone();
@@ -160,9 +178,22 @@ impl UnitLimit {
 /// The values of `results` that the task's named quantity takes and that cross `limit`, as they
 /// are written (`1.2G`, `950ms`), each once.
 pub(super) fn crossing(limit: &UnitLimit, results: &[&str]) -> Vec<String> {
+    values(limit, results).into_iter().filter(|v| limit.crossed_by(v)).collect()
+}
+
+/// Whether `value` (as a result writes it) is above, below or at the limit: `Greater` above.
+pub(super) fn against(limit: &UnitLimit, value: &str) -> Option<std::cmp::Ordering> {
+    let (v, kind) = amount(value)?;
+    (kind == limit.kind).then(|| v.total_cmp(&limit.base))
+}
+
+/// The values of `results` that the task's named quantity takes, in the limit's kind, as they
+/// are written, each once.
+pub(super) fn values(limit: &UnitLimit, results: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut add = |written: &str| {
-        if limit.crossed_by(written) && !out.iter().any(|o| o == written) {
+        let kind = amount(written).map(|(_, k)| k);
+        if kind == Some(limit.kind) && !out.iter().any(|o| o == written) {
             out.push(written.to_string());
         }
     };
@@ -248,6 +279,14 @@ mod tests {
         let free = "               total        used        free      shared  buff/cache   available\n\
                     Mem:            7821        3012         806         120        4002         391\n";
         assert!(crossing(&mem, &[free]).is_empty());
+        // A number without a unit against a limit without one: a JSON key, a `key=value`.
+        let depth = limit_of("Read queue.json and tell me whether the queue depth is over 1000.").unwrap();
+        assert_eq!((depth.base, depth.kind), (1000.0, Kind::Plain));
+        assert_eq!(crossing(&depth, &["{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}"]), ["1250"]);
+        let attempts = limit_of("If any job needed more than 3 attempts, name it.").unwrap();
+        assert!(crossing(&attempts, &["job=backup attempt=1 ok\njob=sync attempt=2 ok\n"]).is_empty());
+        assert_eq!(crossing(&attempts, &["job=backup attempt=5 failed\n"]), ["5"]);
+        assert_eq!(limit_of("Tell me about the errors after 14:00."), None, "a clock time");
         // Another quantity of the same kind is not the named one.
         assert!(crossing(&l, &["Filesystem Size Used\n/dev/sdb1 1.0G 0.9G\n"]).is_empty());
     }

@@ -72,6 +72,34 @@ async fn a_second_false_comparison_leaves_the_first_answer() {
     mock.assert_clean();
 }
 
+/// "Yes, the queue depth is over 1000." beside `"depth": 1250`: the answer about a limit that
+/// does not say the value goes back once with the value and its side of the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_about_a_limit_without_the_value_goes_back_for_it() {
+    let mock = MockLlm::start().await;
+    let p = queue(&mock);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "queue.json"})),
+        text("ANSWER: Yes, the queue depth is over 1000."),
+        text("ANSWER: Yes: the queue depth is 1250, over 1000."),
+    ]);
+    let o = p.run_async(["run", "queue", "--json"]).await;
+    assert_eq!(o.json()["output"], "Yes: the queue depth is 1250, over 1000.", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(
+        super::last_text(&reqs[2]),
+        "Your answer does not say the value. The data gives 1250, which is more than 1000. Answer the task again \
+         with that value, after a line that says ANSWER:"
+    );
+    assert_eq!(
+        super::note_details(&p.show(1).await, "value_not_said"),
+        [
+            "the answer did not say 1250, the value of \"queue depth is over 1000\" in the results; asked again, and the new answer says it"
+        ]
+    );
+    mock.assert_clean();
+}
+
 /// A routine that runs `task` over `file` holding `body`, or replies NO_REPLY, into `out.md`.
 fn alert(mock: &MockLlm, task: &str, file: &str, body: &str) -> Routines {
     let p = Routines::project(&mock.base_url(), "");

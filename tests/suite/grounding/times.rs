@@ -273,3 +273,43 @@ async fn a_comparison_with_a_last_check_nothing_remembered_goes_back_for_the_cou
     );
     mock.assert_clean();
 }
+
+/// The last count is what the routine answered last time: the engine's record of its last
+/// turn, though the model stored nothing (the local model stored "orders.csv" as a memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_count_is_the_routines_last_answer_to_the_task() {
+    let mock = MockLlm::start().await;
+    let task = "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
+    let p = project(
+        &mock,
+        task,
+        "file_read, memory_recall, memory_store",
+        "app.log",
+        "10:00 ERROR a\n10:01 INFO b\n10:02 ERROR c\n",
+    );
+    let keep = "```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```";
+    mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("There are 2 ERROR lines."),
+        text(keep),
+        text("ANSWER: There are 2 ERROR lines; this is the first check."),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "There are 2 ERROR lines; this is the first check.", "{}", o.stdout);
+    let before = mock.requests().len();
+    p.write("app.log", "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("There are 5 ERROR lines."),
+        text(keep),
+        text("ANSWER: There are 5 ERROR lines."),
+        text("ANSWER: There are 5 ERROR lines, 3 more than the 2 at the last check."),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "There are 5 ERROR lines, 3 more than the 2 at the last check.", "{}", o.stdout);
+    let reqs = mock.requests();
+    let ask = super::last_text(&reqs[reqs.len() - 1]);
+    assert!(ask.starts_with("Your answer does not compare. The count now is 5; the last check remembered 2:"), "{ask}");
+    assert_eq!(reqs.len() - before, 5);
+    mock.assert_clean();
+}

@@ -1,0 +1,125 @@
+//! An answer about a limit that does not say the value. "Read queue.json and tell me whether the
+//! queue depth is over 1000": the 1.5B model answered "Yes, the queue depth is over 1000." beside
+//! `"depth": 1250` (bench/README.md, stop 44). A reader cannot tell from that whether the model
+//! looked, nor by how much. When the task states a limit over a quantity it names and the
+//! results give that quantity one value (`unit_limit.rs`: a key or a column the task names, in
+//! the limit's kind), an answer that does not say the value is asked once more naming it and
+//! which side of the limit it is on; the second answer is taken when it says the value.
+
+use super::Agent;
+use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
+use super::unit_limit;
+use crate::config::Language;
+use crate::llm::Message;
+
+/// Whether `answer` says `value` as written (`1250`, `1.2G`), or its number (`1,250`).
+fn says_value(answer: &str, value: &str) -> bool {
+    let plain = |t: &str| t.replace(',', "").to_lowercase();
+    let answer = plain(answer);
+    let value = plain(value);
+    let number: String = value.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let stands = |needle: &str| {
+        answer.match_indices(needle).any(|(at, _)| {
+            let before = answer[..at].chars().next_back();
+            let after = answer[at + needle.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_digit() || c == '.') && !after.is_some_and(|c| c.is_ascii_digit())
+        })
+    };
+    stands(&value) || (!number.is_empty() && stands(&number))
+}
+
+/// The one value the results give the quantity `task` names against the limit it states, with
+/// the limit; `None` when the task states no such limit or the results give none or several.
+pub(super) fn named_value(task: &str, calls: &[CallRecord]) -> Option<(String, unit_limit::UnitLimit)> {
+    let limit = unit_limit::limit(std::iter::once(task))?;
+    let results: Vec<&str> =
+        calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.result.as_str()).collect();
+    match unit_limit::values(&limit, &results).as_slice() {
+        [one] => Some((one.clone(), limit)),
+        _ => None,
+    }
+}
+
+impl Agent {
+    /// `answer` (the reply to `messages`) when it says the value the results give the quantity
+    /// the task names against its limit, or there is no such one value; else the answer asked
+    /// once more naming the value, when that one says it; noted.
+    pub(super) async fn value_stated(
+        &self,
+        task: &str,
+        calls: &[CallRecord],
+        messages: &[Message],
+        answer: String,
+        stats: &mut TurnStats,
+    ) -> String {
+        let Some((value, limit)) = named_value(task, calls) else { return answer };
+        if answer.trim().is_empty() || says_value(&answer, &value) {
+            return answer;
+        }
+        let Some(side) = unit_limit::against(&limit, &value) else { return answer };
+        let limit_text = &limit.written;
+        let relation = match (self.opts.language, side) {
+            (Language::En, std::cmp::Ordering::Greater) => format!("more than {limit_text}"),
+            (Language::En, std::cmp::Ordering::Less) => format!("less than {limit_text}"),
+            (Language::En, std::cmp::Ordering::Equal) => format!("exactly {limit_text}"),
+            (Language::Zh, std::cmp::Ordering::Greater) => format!("大于 {limit_text}"),
+            (Language::Zh, std::cmp::Ordering::Less) => format!("小于 {limit_text}"),
+            (Language::Zh, std::cmp::Ordering::Equal) => format!("等于 {limit_text}"),
+        };
+        let ask = match self.opts.language {
+            Language::En => format!(
+                "Your answer does not say the value. The data gives {value}, which is {relation}. Answer the task again with that value, after a line that says ANSWER:"
+            ),
+            Language::Zh => format!(
+                "你的回答没有给出数值。数据中的值是 {value}，{relation}。请带上这个数值重新回答任务，写在“答案：”那一行之后。"
+            ),
+        };
+        let again = self.asked_again("the value the answer left out", messages, &answer, ask, stats).await;
+        let taken = says_value(&again, &value);
+        self.record(RunEvent::Note {
+            kind: "value_not_said",
+            detail: format!(
+                "the answer did not say {value}, the value of \"{}\" in the results; asked again, {}",
+                limit.words,
+                if taken { "and the new answer says it" } else { "and the first answer stands" }
+            ),
+        });
+        if taken { again } else { answer }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(result: &str) -> CallRecord {
+        CallRecord {
+            tool: "file_read".into(),
+            arguments: "{\"path\":\"queue.json\"}".into(),
+            status: ToolStatus::Success,
+            result: result.into(),
+        }
+    }
+
+    #[test]
+    fn a_value_is_said_as_written_or_as_its_number() {
+        assert!(says_value("The queue depth is 1250, over 1000.", "1250"));
+        assert!(says_value("Depth: 1,250.", "1250"));
+        assert!(!says_value("Yes, the queue depth is over 1000.", "1250"));
+        assert!(!says_value("It is 12500.", "1250"), "inside a longer number");
+        assert!(says_value("/data has 1.2G left", "1.2G"));
+        assert!(says_value("p99 is 950 ms", "950ms"));
+    }
+
+    #[test]
+    fn the_one_value_of_the_named_quantity_is_found() {
+        let task = "Read queue.json and tell me whether the queue depth is over 1000.";
+        let calls = [read("{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}")];
+        let (value, limit) = named_value(task, &calls).unwrap();
+        assert_eq!(value, "1250");
+        assert_eq!(unit_limit::against(&limit, &value), Some(std::cmp::Ordering::Greater));
+        let two = [read("{\"depth\": 1250}\n{\"depth\": 900}")];
+        assert!(named_value(task, &two).is_none(), "two values: which one is unsure");
+        assert!(named_value("Read queue.json and summarize it.", &calls).is_none(), "no limit");
+    }
+}
