@@ -5,7 +5,9 @@
 //! count compares with the last time, the memory from before this run holds one number about
 //! the task's subject, and the answer says the engine's count but not which way it went, the
 //! answer is asked once more with both numbers and the direction named; the second answer is
-//! taken only when it says the count and that direction.
+//! taken only when it says the count and that direction. When it does not (the model answered
+//! "1, 3"), the first answer is delivered with a line of the engine's under it: both numbers and
+//! the direction, each from the engine's own records.
 //!
 //! The remembered number is first the one of the engine's own record of the routine's last
 //! answer to this task (the turn summary `Asked: ... Answered: ...` it stores after each turn):
@@ -306,10 +308,31 @@ impl Agent {
             kind: "comparison_not_said",
             detail: format!(
                 "the answer said {n} but not how it compares with {before} remembered from the last check; asked again, {}",
-                if taken { "and the new answer says it" } else { "and the first answer stands" }
+                if taken {
+                    "and the new answer says it"
+                } else {
+                    "and the first answer stands with the comparison under it"
+                }
             ),
         });
-        if taken { again } else { answer }
+        if taken {
+            return again;
+        }
+        // Asked for it, the model answered "1, 3": the engine's count and the last one are both
+        // its own records, and the comparison of two numbers is arithmetic.
+        let delta = n.abs_diff(before);
+        let line = match (self.opts.language, direction) {
+            (Language::En, Direction::Same) => format!("Last check: {before}; now {n}, the same."),
+            (Language::En, d) => format!(
+                "Last check: {before}; now {n}: {delta} {}.",
+                if d == Direction::More { "more" } else { "fewer" }
+            ),
+            (Language::Zh, Direction::Same) => format!("上次检查：{before}；现在：{n}，一样。"),
+            (Language::Zh, d) => {
+                format!("上次检查：{before}；现在：{n}，{}了 {delta}。", if d == Direction::More { "多" } else { "少" })
+            }
+        };
+        format!("{}\n\n{line}", answer.trim_end())
     }
 }
 

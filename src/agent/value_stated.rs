@@ -4,7 +4,10 @@
 //! looked, nor by how much. When the task states a limit over a quantity it names and the
 //! results give that quantity one value (`unit_limit.rs`: a key or a column the task names, in
 //! the limit's kind), an answer that does not say the value is asked once more naming it and
-//! which side of the limit it is on; the second answer is taken when it says the value.
+//! which side of the limit it is on; the second answer is taken when it says the value. When it
+//! does not either (the model answered "Yes" twice), the first answer is delivered with the lines
+//! of the results that hold the value under it, as a report that quotes none of the lines it
+//! rests on is (`quoted.rs`).
 
 use super::Agent;
 use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
@@ -81,10 +84,27 @@ impl Agent {
             detail: format!(
                 "the answer did not say {value}, the value of \"{}\" in the results; asked again, {}",
                 limit.words,
-                if taken { "and the new answer says it" } else { "and the first answer stands" }
+                if taken {
+                    "and the new answer says it"
+                } else {
+                    "and the first answer stands with the lines that hold it"
+                }
             ),
         });
-        if taken { again } else { answer }
+        if taken {
+            return again;
+        }
+        let looked: Vec<&CallRecord> = calls.iter().filter(|c| c.status == ToolStatus::Success).collect();
+        let holding: Vec<CallRecord> = looked
+            .iter()
+            .map(|c| CallRecord {
+                result: c.result.lines().filter(|l| says_value(l, &value)).collect::<Vec<_>>().join("\n"),
+                ..(*c).clone()
+            })
+            .filter(|c| !c.result.is_empty())
+            .collect();
+        let whole: Vec<&str> = looked.iter().map(|c| c.result.as_str()).collect();
+        super::quoted::with_lines(&answer, task, &holding, &whole, self.opts.language)
     }
 }
 

@@ -100,6 +100,29 @@ async fn an_answer_about_a_limit_without_the_value_goes_back_for_it() {
     mock.assert_clean();
 }
 
+/// The local model answered "Yes" twice: the answer is delivered with the line that holds the
+/// value under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_still_without_the_value_gets_the_line_that_holds_it() {
+    let mock = MockLlm::start().await;
+    let p = queue(&mock);
+    mock.push_all([tool_call("file_read", json!({"path": "queue.json"})), text("ANSWER: Yes"), text("Yes")]);
+    let o = p.run_async(["run", "queue", "--json"]).await;
+    assert_eq!(
+        o.json()["output"],
+        "Yes\n\nThe lines this rests on:\n{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}",
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        super::note_details(&p.show(1).await, "value_not_said"),
+        [
+            "the answer did not say 1250, the value of \"queue depth is over 1000\" in the results; asked again, and the first answer stands with the lines that hold it"
+        ]
+    );
+    mock.assert_clean();
+}
+
 /// A routine that runs `task` over `file` holding `body`, or replies NO_REPLY, into `out.md`.
 fn alert(mock: &MockLlm, task: &str, file: &str, body: &str) -> Routines {
     let p = Routines::project(&mock.base_url(), "");

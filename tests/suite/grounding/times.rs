@@ -313,3 +313,43 @@ async fn the_last_count_is_the_routines_last_answer_to_the_task() {
     assert_eq!(reqs.len() - before, 5);
     mock.assert_clean();
 }
+
+/// Asked for the comparison, the local model answered "1, 3": the answer is delivered with the
+/// engine's line of both numbers and the direction under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comparison_still_not_said_is_written_under_the_answer() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock, "Remember that app.log had 7 ERROR lines.", "memory_store", "notes.txt", "");
+    mock.push_all([
+        tool_call("memory_store", json!({"key": "errors", "content": "app.log ERROR lines: 7"})),
+        text("Stored."),
+    ]);
+    p.run_async(["run", "task"]).await.success();
+    p.write(
+        "routines/task.yaml",
+        "prompt: Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.\n\
+         agent: { tools: [file_read, memory_recall, memory_store] }\n",
+    )
+    .write("app.log", "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n");
+    mock.push_all([
+        tool_call("file_read", json!({"path": "app.log"})),
+        text("There are 5 ERROR lines in app.log."),
+        text("```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```"),
+        text("ANSWER: There are 5 ERROR lines in app.log."),
+        text("ANSWER: 5, 7"),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(
+        o.json()["output"],
+        "There are 5 ERROR lines in app.log.\n\nLast check: 7; now 5: 2 fewer.",
+        "{}",
+        o.stdout
+    );
+    assert_eq!(
+        super::note_details(&p.show(2).await, "comparison_not_said"),
+        [
+            "the answer said 5 but not how it compares with 7 remembered from the last check; asked again, and the first answer stands with the comparison under it"
+        ]
+    );
+    mock.assert_clean();
+}
