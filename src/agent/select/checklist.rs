@@ -36,6 +36,15 @@ const TICKED: [&str; 9] =
 const ZH_OPEN: [&str; 7] = ["未完成", "没完成", "没有完成", "待完成", "剩下", "剩余", "待办"];
 const ZH_TICKED: [&str; 4] = ["已完成", "完成了", "做完", "已经完成"];
 
+/// Whether `phrase` holds a word that says which boxes (`done`, `open`): no other condition.
+pub(super) fn names_boxes(phrase: &str) -> bool {
+    let words: Vec<&str> = phrase.split(' ').collect();
+    OPEN.iter().chain(TICKED.iter()).any(|p| {
+        let p: Vec<&str> = p.split(' ').collect();
+        words.windows(p.len()).any(|w| w == p.as_slice())
+    })
+}
+
 /// Which boxes `task` asks about, from its words; `None` when it names neither.
 pub(super) fn asked(task: &str) -> Option<Boxes> {
     let lower = task.to_lowercase();
@@ -107,6 +116,14 @@ mod tests {
             assert_eq!(by_box(task, &lines(LIST)).map(|(p, _)| p), Some("open `[ ]`"), "{task}");
         }
         assert_eq!(by_box("TODO.md 里已完成了几项？", &lines(LIST)).map(|(p, _)| p), Some("ticked `[x]`"));
+    }
+
+    #[test]
+    fn a_word_that_says_which_boxes_is_no_further_condition() {
+        assert!(names_boxes("done"));
+        assert!(names_boxes("not done"));
+        assert!(names_boxes("open tasks"));
+        assert!(!names_boxes("maria"));
     }
 
     #[test]

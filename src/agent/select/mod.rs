@@ -152,15 +152,22 @@ impl Agent {
                 })
                 .or_else(|| status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status)));
             if let Some((mut phrase, mut flags, rule)) = by_rule {
+                let mut holding: Option<String> = None;
                 // "Errors after 14:00": the lines in the time that also hold the task's word
-                // (`error` of `ERROR`), when some of them do and some do not.
-                if rule == Rule::Date
+                // (`error` of `ERROR`), when some of them do and some do not. So for the boxes:
+                // "open tasks assigned to @maria" are the open items that hold `maria` (the
+                // engine counted every open box, and asked the model's right 3 again as 4).
+                if matches!(rule, Rule::Date | Rule::Box)
                     && let Some((word, holds)) = task_phrase(task, &records)
+                    && !(rule == Rule::Box && checklist::names_boxes(&word))
                 {
                     let both: Vec<bool> = flags.iter().zip(&holds).map(|(f, h)| *f && *h).collect();
                     let (n, within) = (both.iter().filter(|f| **f).count(), flags.iter().filter(|f| **f).count());
                     if n > 0 && n < within {
-                        phrase = format!("{phrase} and hold \"{word}\"");
+                        match rule {
+                            Rule::Box => holding = Some(word),
+                            _ => phrase = format!("{phrase} and hold \"{word}\""),
+                        }
                         flags = both;
                     }
                 }
@@ -179,7 +186,7 @@ impl Agent {
                     // A share is the engine's percentage whatever kept the records.
                     _ if ask == Ask::Share => share_note(lang, records.shape, &source, kept, of),
                     Rule::Date => dated_note(lang, records.shape, &source, &phrase, kept, of),
-                    Rule::Box => boxes_note(lang, &source, &phrase, kept, of),
+                    Rule::Box => boxes_note(lang, &source, &phrase, holding.as_deref(), kept, of),
                     Rule::Status => status_note(lang, records.shape, &source, &phrase, kept, of),
                 };
                 let result = if some { records.keep(&flags) } else { calls[call].result.clone() };

@@ -62,16 +62,30 @@ pub(super) fn dated_note(lang: Language, shape: Shape, source: &str, phrase: &st
 
 /// What the answer request says about the task-list items the engine kept by their box
 /// (`checklist.rs`): `phrase` names the box (`ticked [x]`).
-pub(super) fn boxes_note(lang: Language, source: &str, phrase: &str, kept: usize, of: usize) -> String {
+/// With `holding`, the items also hold that word of the task ("open tasks assigned to @maria").
+pub(super) fn boxes_note(
+    lang: Language,
+    source: &str,
+    phrase: &str,
+    holding: Option<&str>,
+    kept: usize,
+    of: usize,
+) -> String {
+    let (en, zh) = match holding {
+        Some(word) => (format!(" that hold \"{word}\""), format!("且含有“{word}”")),
+        None => (String::new(), String::new()),
+    };
     match (lang, kept) {
-        (Language::En, 0) => format!("(None of the {of} lines of `{source}` is a task-list item with a {phrase} box.)"),
+        (Language::En, 0) => {
+            format!("(None of the {of} lines of `{source}` is a task-list item with a {phrase} box{en}.)")
+        }
         (Language::En, _) => format!(
-            "({kept} of the {of} lines of `{source}` are task-list items with a {phrase} box; the data above shows only those {kept}.)"
+            "({kept} of the {of} lines of `{source}` are task-list items with a {phrase} box{en}; the data above shows only those {kept}.)"
         ),
-        (Language::Zh, 0) => format!("（`{source}` 的 {of} 行中没有方框为 {phrase} 的任务项。）"),
+        (Language::Zh, 0) => format!("（`{source}` 的 {of} 行中没有方框为 {phrase}{zh} 的任务项。）"),
         (Language::Zh, _) => {
             format!(
-                "（`{source}` 的 {of} 行中有 {kept} 行是方框为 {phrase} 的任务项；上面的数据只列出了这 {kept} 行。）"
+                "（`{source}` 的 {of} 行中有 {kept} 行是方框为 {phrase}{zh} 的任务项；上面的数据只列出了这 {kept} 行。）"
             )
         }
     }

@@ -62,6 +62,29 @@ async fn the_ticked_boxes_of_a_task_list_are_counted_without_a_function() {
     mock.assert_clean();
 }
 
+/// "How many open tasks are assigned to @maria?": the engine counted every open box (4) and asked
+/// the model's right 3 again as 4 (bench/README.md, stop 44). The open items that also hold the
+/// task's word are the ones counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_open_boxes_that_hold_the_tasks_word_are_counted() {
+    let mock = MockLlm::start().await;
+    let todo = "- [ ] Renew TLS certificate @maria\n- [x] Rotate API keys @tom\n- [ ] Update onboarding doc @maria\n\
+                - [ ] Fix flaky test @tom\n- [ ] Review budget @maria\n- [x] Archive old tickets @maria\n";
+    let p = project(&mock, "How many open tasks in notes/todo.md are assigned to @maria?", "notes/todo.md", todo);
+    mock.push_all([tool_call("file_read", json!({"path": "notes/todo.md"})), text("ANSWER: 3")]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "the read and the answer: the count is said, no request again");
+    let answer = crate::common::content(&reqs[1], 1);
+    assert!(
+        answer.contains("(3 of the 6 lines of `notes/todo.md` are task-list items with a open `[ ]` box that hold \"maria\"; the data above shows only those 3.)"),
+        "{answer}"
+    );
+    assert!(!answer.contains("@tom"), "{answer}");
+    mock.assert_clean();
+}
+
 /// "Which certificate expires first, and in how many days?": the local model's `value` returned
 /// the days since each date, and the latest was named. Each line holds one date: the engine
 /// picks the earliest without a function and states the days from today (the run's clock).
