@@ -186,6 +186,24 @@ async fn an_answer_without_the_engines_count_is_asked_again() {
     mock.assert_clean();
 }
 
+/// A project whose first run stored "app.log ERROR lines: N" in memory, its routine `task` now
+/// counting the ERROR lines of a log of five and comparing with the last check.
+async fn remembered(mock: &MockLlm, n: usize) -> Routines {
+    let p = project(mock, &format!("Remember that app.log had {n} ERROR lines."), "memory_store", "notes.txt", "");
+    mock.push_all([
+        tool_call("memory_store", json!({"key": "errors", "content": format!("app.log ERROR lines: {n}")})),
+        text("Stored."),
+    ]);
+    p.run_async(["run", "task"]).await.success();
+    p.write(
+        "routines/task.yaml",
+        "prompt: Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.\n\
+         agent: { tools: [file_read, memory_recall, memory_store] }\n",
+    )
+    .write("app.log", "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n");
+    p
+}
+
 /// Asked whether there are more or fewer ERROR lines than at the last check, with 2 remembered
 /// from it, the local model said the engine's count, 5, and nothing of the comparison. The
 /// answer goes back once naming both numbers and the direction; the one that says them is
@@ -193,20 +211,8 @@ async fn an_answer_without_the_engines_count_is_asked_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_the_task_compares_with_the_last_check_goes_back_without_the_comparison() {
     let mock = MockLlm::start().await;
-    let p = project(&mock, "Remember that app.log had 2 ERROR lines.", "memory_store", "notes.txt", "");
-    mock.push_all([
-        tool_call("memory_store", json!({"key": "errors", "content": "app.log ERROR lines: 2"})),
-        text("Stored."),
-    ]);
-    p.run_async(["run", "task"]).await.success();
+    let p = remembered(&mock, 2).await;
     let before = mock.requests().len();
-    let log = "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n";
-    p.write(
-        "routines/task.yaml",
-        "prompt: Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.\n\
-         agent: { tools: [file_read, memory_recall, memory_store] }\n",
-    )
-    .write("app.log", log);
     mock.push_all([
         tool_call("file_read", json!({"path": "app.log"})),
         text("There are 5 ERROR lines in app.log."),
@@ -319,18 +325,7 @@ async fn the_last_count_is_the_routines_last_answer_to_the_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_comparison_still_not_said_is_written_under_the_answer() {
     let mock = MockLlm::start().await;
-    let p = project(&mock, "Remember that app.log had 7 ERROR lines.", "memory_store", "notes.txt", "");
-    mock.push_all([
-        tool_call("memory_store", json!({"key": "errors", "content": "app.log ERROR lines: 7"})),
-        text("Stored."),
-    ]);
-    p.run_async(["run", "task"]).await.success();
-    p.write(
-        "routines/task.yaml",
-        "prompt: Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.\n\
-         agent: { tools: [file_read, memory_recall, memory_store] }\n",
-    )
-    .write("app.log", "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n");
+    let p = remembered(&mock, 7).await;
     mock.push_all([
         tool_call("file_read", json!({"path": "app.log"})),
         text("There are 5 ERROR lines in app.log."),
