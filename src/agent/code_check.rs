@@ -348,6 +348,7 @@ impl Agent {
             &now,
             "",
             None,
+            false,
         )?;
         let reply = self
             .side_call(

@@ -28,7 +28,8 @@ const TOTAL: usize = 16_000;
 /// `now` is the Environment line of the turn's prompt (`Current time: ...`); `remembered` the
 /// lines of its Memory section, which go first (a task that compares with last time needs
 /// them, and the calls of the turn may have stored over them); `note` what the engine says about
-/// the records it selected (`select.rs`), after the task.
+/// the records it selected (`select.rs`), after the task, and `picked` whether that note names
+/// the record a least or a most asks for.
 pub(super) fn messages(
     task: &str,
     calls: &[CallRecord],
@@ -36,6 +37,7 @@ pub(super) fn messages(
     now: &str,
     remembered: &str,
     note: Option<&str>,
+    picked: bool,
 ) -> Option<Vec<Message>> {
     let data = result_blocks(calls, |c| c.status == ToolStatus::Success, PER_RESULT, TOTAL);
     if data.is_empty() {
@@ -45,8 +47,10 @@ pub(super) fn messages(
     let memory = memory_block(lang, remembered);
     let mut messages = vec![Message::system(system_prompt(lang, now, Source::Tools, None))];
     // A comparison with the last check is with what was remembered, not between the data's
-    // values: the examples of those misled it (`since_last.rs`).
-    if comparison::asks_to_compare(task) && !super::since_last::asks_since_last(task) {
+    // values: the examples of those misled it (`since_last.rs`). Nor are they shown where the
+    // engine compared and its note names the record: the answer restates it, and the examples
+    // cost about 270 prompt tokens and a line of values before the answer.
+    if comparison::asks_to_compare(task) && !super::since_last::asks_since_last(task) && !picked {
         messages.extend(comparison::examples(lang, ask).unwrap_or_default());
     }
     let note = note.map(|n| format!("\n\n{n}")).unwrap_or_default();
@@ -254,9 +258,16 @@ mod tests {
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Success, "- [x] one\n- [ ] two\n"),
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Duplicate, "You already called"),
         ];
-        let m =
-            messages("What is the first unchecked item in TODO.md?", &calls, Language::En, "Current time: x", "", None)
-                .unwrap();
+        let m = messages(
+            "What is the first unchecked item in TODO.md?",
+            &calls,
+            Language::En,
+            "Current time: x",
+            "",
+            None,
+            false,
+        )
+        .unwrap();
         assert_eq!(m.len(), 2);
         let system = m[0].text();
         let headings: Vec<&str> = system.lines().filter(|l| l.starts_with("## ")).collect();
@@ -268,20 +279,28 @@ mod tests {
             "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
              Task: What is the first unchecked item in TODO.md?\n\nGive your answer after a line that says ANSWER:"
         );
-        assert!(messages("task", &calls[..1], Language::En, "", "- k: v\n", None).is_none(), "nothing to answer from");
-        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "", None).unwrap();
+        assert!(
+            messages("task", &calls[..1], Language::En, "", "- k: v\n", None, false).is_none(),
+            "nothing to answer from"
+        );
+        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "", None, false).unwrap();
         assert_eq!(compare.len(), 6, "two worked comparisons come before a comparison task");
+        let note = Some("(Of the 2 lines of `TODO.md`, the one with the most ... is: - [ ] two)");
+        let picked = messages("Which item is the longest?", &calls, Language::En, "", "", note, true).unwrap();
+        assert_eq!(picked.len(), 2, "the engine named the record: no worked comparison");
+        assert_eq!(messages("Which item is the longest?", &calls, Language::En, "", "", note, false).unwrap().len(), 6);
         assert_eq!(
             compare[5].text(),
             m[1].text().replace("What is the first unchecked item in TODO.md?", "Is two the first unchecked item?")
         );
         assert_eq!(
-            messages("是否 two?", &calls, Language::Zh, "", "", None).unwrap().len(),
+            messages("是否 two?", &calls, Language::Zh, "", "", None, false).unwrap().len(),
             2,
             "no examples in Chinese"
         );
-        assert!(messages("任务", &calls, Language::Zh, "", "", None).unwrap()[1].text().starts_with("数据:\n"));
-        let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n", None).unwrap();
+        assert!(messages("任务", &calls, Language::Zh, "", "", None, false).unwrap()[1].text().starts_with("数据:\n"));
+        let m = messages("Compare with last time.", &calls, Language::En, "", "- stock: 40 widgets\n", None, false)
+            .unwrap();
         assert!(
             m[1].text().starts_with("Data:\n--- remembered before this run ---\n- stock: 40 widgets\n--- file_read "),
             "{}",
@@ -319,7 +338,7 @@ mod tests {
         let big = "x".repeat(PER_RESULT + 10);
         let calls: Vec<CallRecord> =
             (0..4).map(|i| call("file_read", &format!("{{\"path\":\"{i}\"}}"), ToolStatus::Success, &big)).collect();
-        let text = messages("t", &calls, Language::En, "", "", None).unwrap()[1].text().to_string();
+        let text = messages("t", &calls, Language::En, "", "", None, false).unwrap()[1].text().to_string();
         assert!(text.contains("[… cut]") && text.contains("[… more results cut]"), "{text}");
         assert!(text.len() < TOTAL + 200);
     }

@@ -79,6 +79,22 @@ pub(super) struct Selected {
     /// For a count, the number the engine counted, which the answer must say
     /// (`turn::counted_answer`).
     pub count: Option<usize>,
+    /// Whether the note names the one record the task's least, most, newest, or first or last in
+    /// time asks for: the engine compared, so the answer request needs no worked comparison
+    /// (`evidence::messages`).
+    pub picked: bool,
+}
+
+impl Selected {
+    /// The whole result of `calls[call]`, with `note`.
+    fn whole(call: usize, calls: &[CallRecord], note: String) -> Self {
+        Selected { call, result: calls[call].result.clone(), note, kept: None, count: None, picked: false }
+    }
+
+    /// The same, where the note names the record the task's least or most asks for.
+    fn pick(self) -> Self {
+        Selected { picked: true, ..self }
+    }
 }
 
 impl Agent {
@@ -98,7 +114,14 @@ impl Agent {
         {
             let note = newest_note(self.opts.language, &source_of(&calls[newest.call]), newest.of, newest.by);
             self.note("records_selection", &note);
-            return Some(Selected { call: newest.call, result: newest.section, note, kept: None, count: None });
+            return Some(Selected {
+                call: newest.call,
+                result: newest.section,
+                note,
+                kept: None,
+                count: None,
+                picked: true,
+            });
         }
         if !applies(task, calls) {
             return None;
@@ -107,7 +130,14 @@ impl Agent {
         if let (Some(Ask::Count), None, Some((call, lines))) = (ask_of(task), the_one(calls, None, false), printed) {
             let note = printed_note(self.opts.language, &source_of(&calls[call]), lines);
             self.note("records_selection", &note);
-            return Some(Selected { call, result: calls[call].result.clone(), note, kept: None, count: Some(lines) });
+            return Some(Selected {
+                call,
+                result: calls[call].result.clone(),
+                note,
+                kept: None,
+                count: Some(lines),
+                picked: false,
+            });
         }
         self.select_as(task, ask_of(task)?, calls, stats).await
     }
@@ -196,7 +226,14 @@ impl Agent {
                     Rule::Status => "status class",
                 };
                 self.note("records_selection", &format!("the {} of `{source}` by {by}: {note}", noun(records.shape)));
-                return Some(Selected { call, result, note, kept: named, count: (ask == Ask::Count).then_some(kept) });
+                return Some(Selected {
+                    call,
+                    result,
+                    note,
+                    kept: named,
+                    count: (ask == Ask::Count).then_some(kept),
+                    picked: false,
+                });
             }
         }
         // The first or the last in time of records that each hold one date is the engine's pick.
@@ -210,7 +247,7 @@ impl Agent {
                     note = format!("{note} {days}");
                 }
                 self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
-                return Some(Selected { call, result: calls[call].result.clone(), note, kept: None, count: None });
+                return Some(Selected::whole(call, calls, note).pick());
             }
         }
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
@@ -283,7 +320,7 @@ impl Agent {
                         );
                         return None;
                     };
-                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
+                    Selected::whole(call, calls, note).pick()
                 }
                 Ask::Distinct => {
                     let keys =
@@ -304,7 +341,7 @@ impl Agent {
                         return None;
                     }
                     let note = distinct_note(lang, &source, &different);
-                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
+                    Selected::whole(call, calls, note)
                 }
                 Ask::Count | Ask::Which | Ask::Share | Ask::Last => {
                     let flags = serde_json::from_str::<Vec<bool>>(last).ok().filter(|f| f.len() == records.len());
@@ -336,6 +373,7 @@ impl Agent {
                             note: phrase_note(lang, &source, &phrase, kept, flags.len()),
                             kept: None,
                             count: (ask == Ask::Count).then_some(kept),
+                            picked: false,
                         };
                         self.note(
                             "records_selection",
@@ -383,7 +421,14 @@ impl Agent {
                     if ask == Ask::Last {
                         let last = flags.iter().rposition(|f| *f).unwrap_or_default();
                         let note = last_note(lang, records.shape, &source, kept, &records.line(last));
-                        let selected = Selected { call, result: records.keep(&flags), note, kept: None, count: None };
+                        let selected = Selected {
+                            call,
+                            result: records.keep(&flags),
+                            note,
+                            kept: None,
+                            count: None,
+                            picked: false,
+                        };
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -404,6 +449,7 @@ impl Agent {
                         },
                         kept: named,
                         count: (ask == Ask::Count).then_some(kept),
+                        picked: false,
                     }
                 }
                 Ask::Least | Ask::Most | Ask::Total | Ask::Average => {
@@ -449,8 +495,7 @@ impl Agent {
                             (counted, records.len()),
                             &calls[call].result,
                         );
-                        let selected =
-                            Selected { call, result: calls[call].result.clone(), note, kept: None, count: None };
+                        let selected = Selected::whole(call, calls, note);
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -470,8 +515,7 @@ impl Agent {
                             (counted, records.len()),
                             &calls[call].result,
                         );
-                        let selected =
-                            Selected { call, result: calls[call].result.clone(), note, kept: None, count: None };
+                        let selected = Selected::whole(call, calls, note);
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -493,7 +537,7 @@ impl Agent {
                     if let Some(days) = dates.then(|| dates::days_note(lang, task, value, today)).flatten() {
                         note = format!("{note} {days}");
                     }
-                    Selected { call, result: calls[call].result.clone(), note, kept: None, count: None }
+                    Selected::whole(call, calls, note).pick()
                 }
             };
             self.note("records_selection", &format!("{what}: {}", selected.note));

@@ -123,7 +123,8 @@ impl Agent {
                 // Which lines of one list the other lacks (`difference.rs`), when nothing was selected.
                 let lacks = selected.is_none().then(|| super::difference::note(message, &seen, lang)).flatten();
                 let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref()).or(commits.as_deref());
-                evidence::messages(message, &calls, lang, now, &remembered, note).map(|m| {
+                let picked = selected.is_some_and(|s| s.picked);
+                evidence::messages(message, &calls, lang, now, &remembered, note, picked).map(|m| {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
