@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -73,6 +73,11 @@ pub struct RunOptions {
     /// How the reply is judged (default: [`crate::agent::SilentToken`] with the routine's
     /// silent token).
     pub reply_check: Option<Arc<dyn ReplyCheck>>,
+    /// The instant the run takes as the current time: the agent's prompt and the dates it
+    /// compares, and the template context's `now` (an eval task's `now`, so that a task about
+    /// "in how many days" has one right answer on any day). Default the wall clock. Shell
+    /// commands and the run's records keep the machine's clock.
+    pub now: Option<DateTime<Utc>>,
 }
 
 /// Everything runs share.
@@ -224,7 +229,8 @@ impl Engine {
     ) -> Result<RunReport, EngineError> {
         self.store.start_run(run_id)?;
         self.store.set_attempt(run_id, attempt)?;
-        let ctx = self.context(routine, &trigger, run_id, attempt, &opts.vars);
+        let now = opts.now.unwrap_or_else(Utc::now);
+        let ctx = crate::routine::context::build(routine, &trigger, run_id, attempt, &opts.vars, now);
         let mut outcome = RunOutcome::new(RunStatus::Failed, None);
 
         let prompt = match crate::routine::context::render_prompt(&self.templates, routine, &ctx, self.config.language)
@@ -261,6 +267,9 @@ impl Engine {
             agent.set_answer_from_payload(
                 routine.spec.agent.tools.is_none() && routine.spec.agent.allow_commands.is_empty(),
             );
+        }
+        if let Some(now) = opts.now {
+            agent.set_clock(Arc::new(move || now));
         }
         agent.set_event_sink(Some(Arc::new(StoreRecorder { store: self.store.clone(), run_id })));
         if self.store.is_shared() {

@@ -167,7 +167,8 @@ async fn run_all(
         if let Some(site) = &site {
             vars.insert("site_url".into(), format!("http://{}", site.addr));
         }
-        let done = engine.run(routine, trigger, &RunOptions { vars, ..RunOptions::default() }, None).await?;
+        let done =
+            engine.run(routine, trigger, &RunOptions { vars, now: t.now(), ..RunOptions::default() }, None).await?;
         report.runs += 1;
         if let Some(row) = engine.store.get_run(done.run_id)? {
             report.prompt_tokens += row.prompt_tokens;

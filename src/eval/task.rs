@@ -38,6 +38,11 @@ pub struct TaskFile {
     /// Template variables, as `routines run --var`.
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
+    /// The instant every run of the task takes as the current time (RFC 3339,
+    /// `2026-11-28T09:00:00Z`): the prompt's current time, the dates the engine compares and the
+    /// template's `now`, so that "in how many days" has one right answer on any day. Shell
+    /// commands and `git` keep the machine's clock. Default the wall clock.
+    pub now: Option<String>,
     /// The checks of the run (without `runs`).
     pub expect: Option<Expect>,
     /// Several runs in the same workspace and state (memory carries over), each with its own
@@ -203,6 +208,13 @@ pub enum ExpectedStatus {
     TimedOut,
 }
 
+impl TaskFile {
+    /// The task's `now`, checked when the task was loaded.
+    pub fn now(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.now.as_deref().and_then(|n| chrono::DateTime::parse_from_rfc3339(n).ok()).map(|n| n.to_utc())
+    }
+}
+
 impl ExpectedStatus {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -246,6 +258,15 @@ fn check(task: &TaskFile, source: &SourceMap, dir: &Path, routines: Option<&[&st
             source
                 .error_at(&["expect"], "`expect` and `runs` are both set")
                 .with_hint("with several runs, give each run its own `expect`"),
+        );
+    }
+    if let Some(now) = &task.now
+        && chrono::DateTime::parse_from_rfc3339(now).is_err()
+    {
+        diags.push(
+            source
+                .error_at(&["now"], format!("`{now}` is not an instant (a date, a time and an offset)"))
+                .with_hint("write it in RFC 3339, with its offset: 2026-11-28T09:00:00Z or 2026-11-28T17:00:00+08:00"),
         );
     }
     check_trigger(source, &["trigger"], task.trigger.as_ref(), diags);

@@ -192,13 +192,13 @@ async fn a_suite_that_cannot_load_is_exit_2_with_every_problem_located() {
         &[
             ("a", "prompt: hi\n", "expect:\n  matchs: [x]\n"),
             ("b", "prompt: hi\nagent: { tools: [file_reed] }\n", "expect:\n  matches: ['(unclosed']\n"),
-            ("c", "prompt: hi\n", "routine: d\nsite: { dir: nowhere }\n"),
+            ("c", "prompt: hi\n", "routine: d\nsite: { dir: nowhere }\nnow: tomorrow\n"),
         ],
     );
     let o = p.run_async(["eval"]).await;
     o.code(2).stdout_is("");
     let expected = [
-        "error: the eval suite has 5 problems",
+        "error: the eval suite has 6 problems",
         "  evals/a/task.yaml:2:3: unknown field `matchs` in `expect`",
         "    help: did you mean `matches`?",
         "  evals/b/routines/b.yaml:2:18: unknown tool `file_reed`",
@@ -208,6 +208,8 @@ async fn a_suite_that_cannot_load_is_exit_2_with_every_problem_located() {
         "    help: routines of the task: c",
         "  evals/c/task.yaml:2:14: the site folder `nowhere` does not exist",
         "    help: put the pages to serve in a folder of the task",
+        "  evals/c/task.yaml:3:6: `tomorrow` is not an instant (a date, a time and an offset)",
+        "    help: write it in RFC 3339, with its offset: 2026-11-28T09:00:00Z or 2026-11-28T17:00:00+08:00",
     ];
     assert_eq!(o.stderr.lines().collect::<Vec<_>>(), expected, "{o}");
     assert_eq!(mock.request_count(), 0);
@@ -217,6 +219,35 @@ async fn a_suite_that_cannot_load_is_exit_2_with_every_problem_located() {
     let empty = Routines::project(&mock.base_url(), "");
     std::fs::create_dir_all(empty.path().join("evals")).unwrap();
     empty.run_async(["eval"]).await.code(2).stderr_has("has no tasks (folders with a task.yaml)");
+}
+
+/// A task's `now` is the current time of its run, whatever day the suite runs on: the prompt
+/// says it, and the engine counts days from it ("in how many days": 7, not the days from today).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_sets_now_runs_at_that_instant() {
+    let mock = MockLlm::start().await;
+    let p = project(
+        &mock,
+        &[(
+            "cert",
+            "prompt: Which certificate in certs.txt expires first, and in how many days?\nagent: { tools: [file_read] }\n",
+            "now: 2026-11-28T09:00:00Z\nfiles:\n  certs.txt: |\n    api.acme.test     expires 2026-12-05\n    \
+             www.acme.test     expires 2027-03-01\n    mail.acme.test    expires 2027-01-20\nexpect: { matches: ['\\b7\\b'] }\n",
+        )],
+    );
+    mock.push_all([tool_call("file_read", json!({"path": "certs.txt"})), text("ANSWER: api.acme.test, in 7 days.")]);
+    let o = p.run_async(["eval", "--json"]).await;
+    o.success();
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "the date is picked by the engine");
+    // The project's time zone is Asia/Shanghai: the same instant.
+    for req in &reqs {
+        let system = req["messages"][0]["content"].as_str().unwrap();
+        assert!(system.contains("Current time: 2026-11-28 17:00 +08:00, Saturday"), "{system}");
+    }
+    let answer = crate::common::last_message(&reqs[1])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("7 days"), "the engine counted the days from the task's now: {answer}");
+    mock.assert_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
