@@ -39,7 +39,7 @@ mod status_class;
 pub(super) use ask::{Ask, ask_of};
 
 use harness::{KEY, VALUE, Values};
-use phrase::{absent_literals, none_kept, task_phrase};
+use phrase::{absent_literals, counts_lines, none_kept, task_phrase};
 #[cfg(test)]
 use source::begin_alike;
 use source::{printed, source_of, the_one};
@@ -183,6 +183,7 @@ impl Agent {
                 .or_else(|| status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status)));
             if let Some((mut phrase, mut flags, rule)) = by_rule {
                 let mut holding: Option<String> = None;
+                let mut told_apart = false;
                 // "Errors after 14:00": the lines in the time that also hold the task's word
                 // (`error` of `ERROR`), when some of them do and some do not. So for the boxes:
                 // "open tasks assigned to @maria" are the open items that hold `maria` (the
@@ -199,8 +200,12 @@ impl Agent {
                             _ => phrase = format!("{phrase} and hold \"{word}\""),
                         }
                         flags = both;
+                        told_apart = true;
                     }
                 }
+                // The lines in the time are the task's count only where it counts lines as such
+                // or its word told them apart; otherwise the note shows them, and the model counts.
+                let counted = ask == Ask::Count && (rule != Rule::Date || told_apart || counts_lines(task));
                 let kept = flags.iter().filter(|f| **f).count();
                 let some = kept > 0 && kept < flags.len();
                 let named = (ask == Ask::Which && some).then(|| {
@@ -231,7 +236,7 @@ impl Agent {
                     result,
                     note,
                     kept: named,
-                    count: (ask == Ask::Count).then_some(kept),
+                    count: counted.then_some(kept),
                     picked: false,
                 });
             }

@@ -84,6 +84,14 @@ pub(super) fn task_phrase(task: &str, records: &Records<'_>) -> Option<(String, 
     let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
     let content = |w: &str| w.len() >= 3 && w.chars().all(|c| c.is_ascii_alphabetic()) && !STOP_WORDS.contains(&w);
     let mut best: Option<(usize, String, Vec<bool>)> = None;
+    // A level named in Chinese (警告) is the word the log writes (`WARN`).
+    for form in ZH_LEVELS.iter().filter(|(zh, _)| task.contains(zh)).flat_map(|(_, forms)| forms.iter()) {
+        let flags: Vec<bool> = lines.iter().map(|l| holds_words(l, form)).collect();
+        let kept = flags.iter().filter(|f| **f).count();
+        if kept > 0 && kept < flags.len() && best.is_none() {
+            best = Some((1, form.to_string(), flags));
+        }
+    }
     for n in (1..=3).rev() {
         for run in words.windows(n) {
             if !content(run[0]) || !content(run[n - 1]) {
@@ -93,6 +101,9 @@ pub(super) fn task_phrase(task: &str, records: &Records<'_>) -> Option<(String, 
             let mut forms = vec![phrase.clone()];
             if let Some(singular) = phrase.strip_suffix('s').filter(|s| n == 1 && s.len() >= 3) {
                 forms.push(singular.to_string());
+            }
+            if n == 1 {
+                forms.extend(level_forms(&phrase));
             }
             for form in forms {
                 let flags: Vec<bool> = lines.iter().map(|l| holds_words(l, &form)).collect();
@@ -105,6 +116,63 @@ pub(super) fn task_phrase(task: &str, records: &Records<'_>) -> Option<(String, 
         }
     }
     best.map(|(_, phrase, flags)| (phrase, flags))
+}
+
+/// Log levels as the task's words name them and as logs abbreviate them: asked how many
+/// warnings there were, the lines say `WARN` (the engine counted every line in the time asked
+/// and pressed the model's right 3 into 5).
+const LEVELS: [(&str, &[&str]); 4] =
+    [("warning", &["warn"]), ("error", &["err"]), ("critical", &["crit"]), ("information", &["info"])];
+
+/// Log levels named in Chinese, with the words a log writes for them.
+const ZH_LEVELS: [(&str, &[&str]); 4] = [
+    ("警告", &["warn", "warning"]),
+    ("错误", &["error", "err"]),
+    ("报错", &["error", "err"]),
+    ("严重", &["critical", "crit"]),
+];
+
+/// The abbreviations a log writes for the level `word` names (`warnings`: `warn`).
+fn level_forms(word: &str) -> Vec<String> {
+    let singular = word.strip_suffix('s').unwrap_or(word);
+    LEVELS
+        .iter()
+        .filter(|(name, _)| *name == singular)
+        .flat_map(|(_, forms)| forms.iter().map(|f| f.to_string()))
+        .collect()
+}
+
+/// Whether a count asks for lines as such ("how many lines since 08:30", "多少行"), not for a
+/// kind of them ("how many warnings since 08:30"): the lines in a time the task names are its
+/// count only then, unless the task's word also told them apart.
+pub(super) fn counts_lines(task: &str) -> bool {
+    const GENERIC: [&str; 12] = [
+        "line", "lines", "entry", "entries", "row", "rows", "record", "records", "event", "events", "message",
+        "messages",
+    ];
+    const ENDS: [&str; 14] =
+        ["are", "were", "is", "was", "have", "has", "had", "did", "do", "does", "in", "since", "after", "before"];
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let after = words
+        .windows(2)
+        .position(|w| (w[0] == "how" && w[1] == "many") || (w[0] == "number" && w[1] == "of"))
+        .map(|i| &words[i + 2..]);
+    if let Some(after) = after {
+        let noun: Vec<&str> = after.iter().take_while(|w| !ENDS.contains(w)).take(3).copied().collect();
+        return noun.is_empty() || noun.iter().any(|w| GENERIC.contains(w));
+    }
+    // Chinese: 多少行, 几行, 行数; 多少条 of log lines, records, messages or events, or alone.
+    if ["多少行", "几行", "行数"].iter().any(|p| task.contains(p)) {
+        return true;
+    }
+    ["多少条", "几条", "条数"].iter().any(|p| {
+        task.split(p).skip(1).any(|rest| {
+            let rest = rest.trim_start();
+            ["日志", "记录", "消息", "事件"].iter().any(|n| rest.starts_with(n))
+                || rest.chars().next().is_none_or(|c| !('\u{4e00}'..='\u{9fff}').contains(&c))
+        })
+    })
 }
 
 /// Whether `line` holds `phrase` with no letter or digit right before or after it.

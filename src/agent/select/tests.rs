@@ -198,6 +198,30 @@ fn a_keep_that_kept_nothing_twice_gives_way_to_the_longest_run_of_the_tasks_word
     assert!(task_phrase("How many timed out?", &Records::of(json).unwrap()).is_none(), "lines of a text only");
 }
 
+/// A level the task names in full or in Chinese is the word the log abbreviates; and the lines
+/// in a time are a count only of lines as such.
+#[test]
+fn log_levels_are_found_as_logs_write_them_and_lines_are_counted_only_as_lines() {
+    let log = "08:41 WARN cache miss\n09:02 INFO backup done\n10:15 WARN disk full\n11:20 ERROR reset\n12:03 INFO ok\n12:30 INFO ok again\n";
+    let records = Records::of(log).unwrap();
+    let (phrase, flags) = task_phrase("How many warnings has server.log had since 08:30?", &records).unwrap();
+    assert_eq!((phrase.as_str(), flags), ("warn", vec![true, false, true, false, false, false]));
+    let (phrase, flags) = task_phrase("08:30 以后 server.log 里有多少条警告？", &records).unwrap();
+    assert_eq!((phrase.as_str(), flags), ("warn", vec![true, false, true, false, false, false]));
+    assert_eq!(task_phrase("How many errors since 08:30?", &records).unwrap().0, "error");
+    assert!(task_phrase("How many debug lines since 08:30?", &records).is_none());
+
+    assert!(counts_lines("How many lines were logged since 08:30?"));
+    assert!(counts_lines("How many log entries are in app.log after 14:00?"));
+    assert!(counts_lines("How many were logged after 14:00?"));
+    assert!(!counts_lines("How many warnings has server.log had since 08:30?"));
+    assert!(!counts_lines("How many failed backups were there after 14:00?"));
+    assert!(counts_lines("14:00 以后 app.log 有多少行？"));
+    assert!(counts_lines("14:00 以后有多少条日志？"));
+    assert!(counts_lines("14:00 以后有多少条？"));
+    assert!(!counts_lines("14:00 以后有多少条警告？"));
+}
+
 #[test]
 fn a_total_adds_the_numbers_the_function_gave() {
     assert_eq!(total(&[Some(1200.0), Some(350.0), None, Some(800.0), Some(150.0)]), Some((2500.0, 4)));

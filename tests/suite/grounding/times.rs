@@ -50,6 +50,45 @@ async fn lines_after_a_time_of_day_are_kept_by_the_engine() {
     mock.assert_clean();
 }
 
+const SERVER_LOG: &str = "2026-11-27 07:55:10 WARN disk 81% full\n2026-11-27 08:29:59 WARN slow query 2.1s\n\
+2026-11-27 08:41:03 WARN cache miss ratio 0.5\n2026-11-27 09:02:17 INFO backup done\n\
+2026-11-27 10:15:36 WARN disk 84% full\n2026-11-27 11:20:00 ERROR upstream reset\n2026-11-27 12:03:48 WARN slow query 3.4s\n";
+
+/// "How many warnings since 08:30" over lines that say `WARN`: the engine keeps the lines in
+/// the time that hold the level as the log writes it. It had counted every line after 08:30
+/// and pressed the local model's right 3 into 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_level_the_task_names_in_full_is_found_as_the_log_abbreviates_it() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock, "How many warnings has server.log had since 08:30?", "file_read", "server.log", SERVER_LOG);
+    mock.push_all([tool_call("file_read", json!({"path": "server.log"})), text("ANSWER: 3")]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let answer = crate::common::content(&mock.requests()[1], 1);
+    assert!(
+        answer.contains("have a time at or after 08:30 and hold \"warn\"; the data above shows only those 3.)"),
+        "{answer}"
+    );
+    mock.assert_clean();
+}
+
+/// A count of a kind of line the lines do not name ("problems") is the model's to make from the
+/// lines in the time: the engine shows them, and does not press its count of every line in the
+/// time onto the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_in_a_time_are_no_count_of_a_kind_the_task_names() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock, "How many problems has server.log had since 08:30?", "file_read", "server.log", SERVER_LOG);
+    mock.push_all([tool_call("file_read", json!({"path": "server.log"})), text("ANSWER: 4")]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "4", "the model's count stands: {}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 2, "not asked again with the 5 lines in the time");
+    let answer = crate::common::content(&reqs[1], 1);
+    assert!(answer.contains("5 of the 7 lines of `server.log` have a time at or after 08:30"), "{answer}");
+    mock.assert_clean();
+}
+
 /// A count made with `grep -c` cannot be cut to a time: the answer goes back with the search
 /// printing its lines, and the engine then keeps those after the time (`agent/count_only.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
