@@ -143,6 +143,9 @@ pub(super) fn remembered_count(memory: &str, last: Option<&str>, task: &str) -> 
             _ => Remembered::Several,
         }
     };
+    if let Some(n) = last.and_then(engine_count) {
+        return Remembered::One(n);
+    }
     if let Some(last) = last {
         let mut all: Vec<usize> = last.lines().flat_map(whole_numbers).collect();
         match one(&mut all) {
@@ -166,6 +169,24 @@ pub(super) fn remembered_count(memory: &str, last: Option<&str>, task: &str) -> 
         Remembered::One(n) => Remembered::One(n),
         _ => Remembered::Several,
     }
+}
+
+/// The count of the engine's own line under an answer (`Last check: 3; now 1: 2 fewer.`, `First
+/// check: now 2; ...`, `上次检查：3；现在：1，少了 2。`, `首次检查：现在：2；...`): what it
+/// counted, which stands over any number the model's answer above it made up.
+fn engine_count(answer: &str) -> Option<usize> {
+    answer.lines().rev().find_map(|line| {
+        let line = line.trim();
+        let rest = if line.starts_with("Last check: ") || line.starts_with("First check: ") {
+            line.split_once("now ")?.1
+        } else if line.starts_with("上次检查：") || line.starts_with("首次检查：") {
+            line.split_once("现在：")?.1
+        } else {
+            return None;
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    })
 }
 
 /// Whether `line` is part of the engine's record of a run's calls: its title
@@ -387,10 +408,23 @@ impl Agent {
             kind: "comparison_without_memory",
             detail: format!(
                 "the answer compared {n} with a last check that nothing remembered; asked again, {}",
-                if taken { "and the new answer says the count alone" } else { "and the first answer stands" }
+                if taken {
+                    "and the new answer says the count alone"
+                } else {
+                    "and the first answer stands with the count under it"
+                }
             ),
         });
-        if taken { again } else { answer }
+        if taken {
+            return again;
+        }
+        // The model answered "少了1行" to every ask: the engine's count goes under it, and the
+        // next run reads that line back as the last count (`engine_count`), not the made-up 1.
+        let line = match self.opts.language {
+            Language::En => format!("First check: now {n}; nothing earlier is remembered to compare with."),
+            Language::Zh => format!("首次检查：现在：{n}；没有记住之前的结果可以比较。"),
+        };
+        format!("{}\n\n{line}", answer.trim_end())
     }
 }
 
@@ -459,6 +493,16 @@ mod tests {
         let zh = "统计 app.log 里 WARN 的行数，并告诉我和上次检查相比是多了还是少了。";
         assert_eq!(remembered_count("", Some("共有2行WARN。"), zh), Remembered::One(2));
         assert_eq!(remembered_count("- warn_count: WARN 行数：2\n", None, zh), Remembered::One(2));
+        // The engine's line under the last answer stands over what the model's answer made up
+        // (warn-zh-last: "少了1行" to every ask on a first check of 2).
+        let first = "少了1行\n\n首次检查：现在：2；没有记住之前的结果可以比较。";
+        assert_eq!(remembered_count("", Some(first), zh), Remembered::One(2));
+        let last = "1, 3\n\nLast check: 3; now 1: 2 fewer.";
+        assert_eq!(remembered_count("- errors: 9 ERROR lines\n", Some(last), task), Remembered::One(1));
+        let first = "5 more than last time.\n\nFirst check: now 12; nothing earlier is remembered to compare with.";
+        assert_eq!(remembered_count("", Some(first), task), Remembered::One(12));
+        assert_eq!(engine_count("上次检查：3；现在：10，多了 7。"), Some(10));
+        assert_eq!(engine_count("There are 4 now; last check was 2."), None, "the model's words are no engine line");
     }
 
     #[test]

@@ -319,34 +319,37 @@ async fn a_comparison_with_a_last_check_nothing_remembered_goes_back_for_the_cou
     mock.assert_clean();
 }
 
-/// The last count is what the routine answered last time: the engine's record of its last
-/// turn, though the model stored nothing (the local model stored "orders.csv" as a memory).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_last_count_is_the_routines_last_answer_to_the_task() {
-    let mock = MockLlm::start().await;
-    let task = "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
+/// The task of a routine compared with its last check, over a log of 2 ERROR lines at first.
+const SINCE_LAST: &str =
+    "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
+const KEEP_ERRORS: &str = "```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```";
+
+/// A project whose routine `task` runs [`SINCE_LAST`] over 2 ERROR lines, run once with the
+/// model's `replies` after its read and the engine's code request; its output.
+async fn first_of_two_checks(mock: &MockLlm, answered: &str, replies: &[&str]) -> (Routines, String) {
     let p = project(
-        &mock,
-        task,
+        mock,
+        SINCE_LAST,
         "file_read, memory_recall, memory_store",
         "app.log",
         "10:00 ERROR a\n10:01 INFO b\n10:02 ERROR c\n",
     );
-    let keep = "```python\ndef keep(line: str) -> bool:\n    return 'ERROR' in line\n```";
-    mock.push_all([
-        tool_call("file_read", json!({"path": "app.log"})),
-        text("There are 2 ERROR lines."),
-        text(keep),
-        text("ANSWER: There are 2 ERROR lines; this is the first check."),
-    ]);
+    mock.push_all([tool_call("file_read", json!({"path": "app.log"})), text(answered), text(KEEP_ERRORS)]);
+    mock.push_all(replies.iter().map(|r| text(r)));
     let o = p.run_async(["run", "task", "--json"]).await;
-    assert_eq!(o.json()["output"], "There are 2 ERROR lines; this is the first check.", "{}", o.stdout);
+    let output = o.json()["output"].as_str().unwrap_or_default().to_string();
+    (p, output)
+}
+
+/// The second check over 5 ERROR lines: the answer that leaves out the comparison goes back
+/// naming 2 as the last count.
+async fn second_check_compares_with_two(p: &Routines, mock: &MockLlm) {
     let before = mock.requests().len();
     p.write("app.log", "11:00 ERROR a\n11:01 ERROR b\n11:02 INFO c\n11:03 ERROR d\n11:04 ERROR e\n11:05 ERROR f\n");
     mock.push_all([
         tool_call("file_read", json!({"path": "app.log"})),
         text("There are 5 ERROR lines."),
-        text(keep),
+        text(KEEP_ERRORS),
         text("ANSWER: There are 5 ERROR lines."),
         text("ANSWER: There are 5 ERROR lines, 3 more than the 2 at the last check."),
     ]);
@@ -356,6 +359,36 @@ async fn the_last_count_is_the_routines_last_answer_to_the_task() {
     let ask = super::last_text(&reqs[reqs.len() - 1]);
     assert!(ask.starts_with("Your answer does not compare. The count now is 5; the last check remembered 2:"), "{ask}");
     assert_eq!(reqs.len() - before, 5);
+}
+
+/// On a first check the local model answered "少了1行" to every ask, and the next run compared
+/// with that 1. The answer that still compares is delivered with the engine's count under it,
+/// and the next run takes that count as the last one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_check_that_still_compares_is_delivered_with_the_count_the_next_run_reads() {
+    let mock = MockLlm::start().await;
+    let fewer = "ANSWER: 1 fewer than last time.";
+    let (p, output) = first_of_two_checks(&mock, "1 fewer.", &[fewer, fewer, fewer]).await;
+    assert_eq!(output, "1 fewer than last time.\n\nFirst check: now 2; nothing earlier is remembered to compare with.");
+    assert_eq!(
+        super::note_details(&p.show(1).await, "comparison_without_memory"),
+        [
+            "the answer compared 2 with a last check that nothing remembered; asked again, and the first answer stands with the count under it"
+        ]
+    );
+    second_check_compares_with_two(&p, &mock).await;
+    mock.assert_clean();
+}
+
+/// The last count is what the routine answered last time: the engine's record of its last
+/// turn, though the model stored nothing (the local model stored "orders.csv" as a memory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_count_is_the_routines_last_answer_to_the_task() {
+    let mock = MockLlm::start().await;
+    let first = "ANSWER: There are 2 ERROR lines; this is the first check.";
+    let (p, output) = first_of_two_checks(&mock, "There are 2 ERROR lines.", &[first]).await;
+    assert_eq!(output, "There are 2 ERROR lines; this is the first check.");
+    second_check_compares_with_two(&p, &mock).await;
     mock.assert_clean();
 }
 
