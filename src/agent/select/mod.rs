@@ -28,42 +28,36 @@ mod checklist;
 mod clock;
 pub(super) mod condition;
 mod dates;
+mod figures;
 mod frequency;
 mod harness;
 mod notes;
 mod phrase;
+mod request;
+mod rules;
 mod sections;
 mod source;
 mod status_class;
 
 pub(super) use ask::{Ask, ask_of};
 
+use figures::{average, distinct, extreme, total};
 use harness::{KEY, VALUE, Values};
-use phrase::{absent_literals, counts_lines, none_kept, task_phrase};
+use phrase::{absent_literals, none_kept, task_phrase};
+use request::request;
 #[cfg(test)]
 use source::begin_alike;
 use source::{printed, source_of, the_one};
 
 use notes::{
-    average_note, boxes_note, dated_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note,
-    printed_note, share_note, status_note, total_note,
+    average_note, distinct_note, extreme_note, kept_note, last_note, newest_note, phrase_note, printed_note,
+    share_note, total_note,
 };
 
 /// The wall-clock limit of one run of the model's function over all records.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How many tokens the function may take.
 const CODE_TOKENS: u32 = 300;
-
-/// Which of the engine's own rules kept records without a model call.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Rule {
-    /// A date or a time of day the task compares with (`dates.rs`, `clock.rs`).
-    Date,
-    /// The boxes of a task list (`checklist.rs`).
-    Box,
-    /// A class of HTTP statuses (`status_class.rs`).
-    Status,
-}
 
 /// The records chosen for the answer request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,91 +163,9 @@ impl Agent {
             Ask::Distinct => "key",
             Ask::Count | Ask::Which | Ask::Share | Ask::Last => "keep",
         };
-        // A date the task compares with is compared by the engine.
-        if matches!(ask, Ask::Count | Ask::Which | Ask::Share) {
-            let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
-            let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
-            let by_date = dates::by_date(task, &lines, today)
-                .or_else(|| clock::by_clock(task, &lines))
-                .map(|(phrase, flags)| (phrase, flags, Rule::Date));
-            let by_rule = by_date
-                .or_else(|| {
-                    checklist::by_box(task, &lines).map(|(phrase, flags)| (phrase.to_string(), flags, Rule::Box))
-                })
-                .or_else(|| status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status)));
-            if let Some((mut phrase, mut flags, rule)) = by_rule {
-                let mut holding: Option<String> = None;
-                let mut told_apart = false;
-                // "Errors after 14:00": the lines in the time that also hold the task's word
-                // (`error` of `ERROR`), when some of them do and some do not. So for the boxes:
-                // "open tasks assigned to @maria" are the open items that hold `maria` (the
-                // engine counted every open box, and asked the model's right 3 again as 4).
-                if matches!(rule, Rule::Date | Rule::Box)
-                    && let Some((word, holds)) = task_phrase(task, &records)
-                    && !(rule == Rule::Box && checklist::names_boxes(&word))
-                {
-                    let both: Vec<bool> = flags.iter().zip(&holds).map(|(f, h)| *f && *h).collect();
-                    let (n, within) = (both.iter().filter(|f| **f).count(), flags.iter().filter(|f| **f).count());
-                    if n > 0 && n < within {
-                        match rule {
-                            Rule::Box => holding = Some(word),
-                            _ => phrase = format!("{phrase} and hold \"{word}\""),
-                        }
-                        flags = both;
-                        told_apart = true;
-                    }
-                }
-                // The lines in the time are the task's count only where it counts lines as such
-                // or its word told them apart; otherwise the note shows them, and the model counts.
-                let counted = ask == Ask::Count && (rule != Rule::Date || told_apart || counts_lines(task));
-                let kept = flags.iter().filter(|f| **f).count();
-                let some = kept > 0 && kept < flags.len();
-                let named = (ask == Ask::Which && some).then(|| {
-                    let at: Vec<usize> = (0..flags.len()).filter(|&i| flags[i]).collect();
-                    items::Kept {
-                        values: at.iter().map(|&i| records.values[i].clone()).collect(),
-                        text: at.iter().map(|&i| records.line(i)).collect(),
-                    }
-                });
-                let lang = self.opts.language;
-                let of = flags.len();
-                let note = match rule {
-                    // A share is the engine's percentage whatever kept the records.
-                    _ if ask == Ask::Share => share_note(lang, records.shape, &source, kept, of),
-                    Rule::Date => dated_note(lang, records.shape, &source, &phrase, kept, of),
-                    Rule::Box => boxes_note(lang, &source, &phrase, holding.as_deref(), kept, of),
-                    Rule::Status => status_note(lang, records.shape, &source, &phrase, kept, of),
-                };
-                let result = if some { records.keep(&flags) } else { calls[call].result.clone() };
-                let by = match rule {
-                    Rule::Date => "date or time",
-                    Rule::Box => "task-list box",
-                    Rule::Status => "status class",
-                };
-                self.note("records_selection", &format!("the {} of `{source}` by {by}: {note}", noun(records.shape)));
-                return Some(Selected {
-                    call,
-                    result,
-                    note,
-                    kept: named,
-                    count: counted.then_some(kept),
-                    picked: false,
-                });
-            }
-        }
-        // The first or the last in time of records that each hold one date is the engine's pick.
-        if matches!(ask, Ask::Least | Ask::Most) {
-            let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
-            if let Some((best, value)) = dates::by_time(task, &lines, ask == Ask::Most) {
-                let lang = self.opts.language;
-                let mut note = extreme_note(lang, records.shape, &source, ask, None, &lines[best], records.len());
-                let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
-                if let Some(days) = dates::days_note(lang, task, value, today) {
-                    note = format!("{note} {days}");
-                }
-                self.note("records_selection", &format!("the {} of `{source}` by date: {note}", noun(records.shape)));
-                return Some(Selected::whole(call, calls, note).pick());
-            }
+        // The engine's own rules keep records without a model call (`rules.rs`).
+        if let Some(selected) = self.select_by_rule(task, ask, call, calls, &records, &source) {
+            return Some(selected);
         }
         let tokens = Some(self.opts.max_tokens.map_or(CODE_TOKENS, |m| m.min(CODE_TOKENS)));
         let mut messages = request(task, ask, per_value, records.shape, &source, &shown);
@@ -596,85 +508,6 @@ fn noun(shape: Shape) -> &'static str {
     }
 }
 
-/// The request for the function. English whatever the routine's language: it asks for code.
-fn request(task: &str, ask: Ask, per_value: bool, shape: Shape, source: &str, shown: &str) -> Vec<crate::llm::Message> {
-    use crate::llm::Message;
-    let of = format!("The {} of `{source}`", noun(shape));
-    // The records are what a tool returned, fenced like every outside text in a prompt (SPEC §8).
-    let shown = crate::routine::template::fence(shown);
-    let ask_kind = ask;
-    let ask = match (ask, shape) {
-        _ if per_value => frequency::instruction(shape),
-        (Ask::Least | Ask::Most, Shape::Lines) => {
-            "Write a Python function `value(line: str) -> float` that returns the number the task compares, for one \
-             line (a date as it is written), or None for a line without one."
-        }
-        (Ask::Least | Ask::Most, _) => {
-            "Write a Python function `value(item: dict) -> float` that returns the number the task compares, for one \
-             item."
-        }
-        (Ask::Average, Shape::Lines) => {
-            "Write a Python function `value(line: str) -> float` that returns the number of one line that the task \
-             averages, or None for a line without one."
-        }
-        (Ask::Average, _) => {
-            "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
-             averages. If the task averages only some of the items, return None for the others."
-        }
-        (Ask::Total, Shape::Lines) => {
-            "Write a Python function `value(line: str) -> float` that returns the number of one line that the task \
-             adds up, or None for a line without one."
-        }
-        (Ask::Total, _) => {
-            "Write a Python function `value(item: dict) -> float` that returns the number of one item that the task \
-             adds up. If the task adds up only some of the items, return 0 for the others."
-        }
-        (Ask::Distinct, Shape::Lines) => {
-            "Write a Python function `key(line: str) -> str` that returns, for one line, the value whose different \
-             values the task counts (an address, a name), or None for a line without one."
-        }
-        (Ask::Distinct, _) => {
-            "Write a Python function `key(item: dict) -> str` that returns, for one item, the value whose different \
-             values the task counts (a field's value), or None for an item without one."
-        }
-        (_, Shape::Lines) => {
-            "Write a Python function `keep(line: str) -> bool` that returns True for the lines the task asks about and \
-             False for the others. Test for a word or a value the line contains; do not list lines by number."
-        }
-        _ => {
-            "Write a Python function `keep(item: dict) -> bool` that returns True for the items the task asks about \
-             and False for the others. Test the value of a field (a status, a number); do not list items by name."
-        }
-    };
-    let keeps = matches!(ask_kind, Ask::Count | Ask::Which | Ask::Share | Ask::Last);
-    let date = keeps.then(|| dates::hint(task, &shown)).flatten().map(|h| format!(" {h}")).unwrap_or_default();
-    vec![
-        Message::system("You write Python. Reply with one code block only."),
-        Message::user(format!("Task: {}\n\n{of}:\n{shown}\n\n{ask}{date}", task.trim())),
-    ]
-}
-
-/// The record with the least (or, `most`, the most) value, and that value; ties go to the first.
-/// `None` when fewer than two records gave a number.
-fn extreme(values: &[Option<f64>], most: bool) -> Option<(usize, f64)> {
-    let numbers: Vec<(usize, f64)> = values.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).collect();
-    if numbers.len() < 2 {
-        return None;
-    }
-    numbers.into_iter().reduce(|a, b| if (most && b.1 > a.1) || (!most && b.1 < a.1) { b } else { a })
-}
-
-/// The different values of `keys` in the order first seen, and how many records gave one.
-fn distinct(keys: &[Option<String>]) -> (Vec<String>, usize) {
-    let mut different: Vec<String> = Vec::new();
-    for key in keys.iter().flatten() {
-        if !different.contains(key) {
-            different.push(key.clone());
-        }
-    }
-    (different, keys.iter().flatten().count())
-}
-
 /// Whether a count asks for an amount held in a field rather than a number of records: "how
 /// many hours did Ana log" over rows with an `hours` column is a total of that column (the
 /// 1.5B model counted rows, or added every row's hours, bench/README.md, stop 39). The word
@@ -714,20 +547,6 @@ fn counts_a_field(task: &str, records: &Records<'_>) -> bool {
         let numbers = records.values.iter().filter(|v| v.get(k).is_some_and(serde_json::Value::is_number)).count();
         numbers * 2 > records.values.len()
     })
-}
-
-/// The mean of the numbers in `values` and how many there were; `None` when fewer than two
-/// records gave one.
-fn average(values: &[Option<f64>]) -> Option<(f64, usize)> {
-    let numbers: Vec<f64> = values.iter().flatten().copied().collect();
-    (numbers.len() >= 2).then(|| (numbers.iter().sum::<f64>() / numbers.len() as f64, numbers.len()))
-}
-
-/// The sum of the numbers in `values`, rounded to cents against float noise (0.1 + 0.2), and
-/// how many there were; `None` when fewer than two records gave one.
-fn total(values: &[Option<f64>]) -> Option<(f64, usize)> {
-    let numbers: Vec<f64> = values.iter().flatten().copied().collect();
-    (numbers.len() >= 2).then(|| ((numbers.iter().sum::<f64>() * 100.0).round() / 100.0, numbers.len()))
 }
 
 #[cfg(test)]

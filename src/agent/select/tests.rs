@@ -1,4 +1,4 @@
-use super::phrase::holds_words;
+use super::phrase::{counts_lines, holds_words};
 use super::*;
 use crate::agent::events::ToolStatus;
 use crate::config::Language;
