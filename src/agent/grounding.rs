@@ -493,6 +493,17 @@ fn fix(call: &CallRecord) -> Option<String> {
     {
         return Some(super::events::shell_call(&shell_words::join(rest)));
     }
+    // A read whose range starts past the end of the file (the 1.5B model asked for offset
+    // 1001000000000000 of a six-line log, and, told to fix the call, sent it again): the file
+    // whole, its path from the call's own arguments.
+    if call.tool == "file_read"
+        && call.status == ToolStatus::Failed
+        && head.contains("is past the end")
+        && let Ok(args) = serde_json::from_str::<serde_json::Value>(&call.arguments)
+        && let Some(path) = args.get("path").and_then(serde_json::Value::as_str)
+    {
+        return Some(format!("file_read {}", serde_json::json!({ "path": path })));
+    }
     let (wanted, instead) = crate::tools::near_path(head)?;
     call.arguments.contains(wanted).then(|| format!("{} {}", call.tool, call.arguments.replace(wanted, instead)))
 }

@@ -236,6 +236,24 @@ fn a_failure_whose_result_names_the_exact_call_sends_only_that_call() {
 }
 
 #[test]
+fn a_read_past_the_end_of_a_file_goes_back_as_the_read_of_the_whole_file() {
+    let read = CallRecord {
+        tool: "file_read".into(),
+        arguments: r#"{"path":"metrics.log","offset":1001000000000000}"#.into(),
+        status: ToolStatus::Failed,
+        result: "[failed] `metrics.log` has 6 lines; offset 1001000000000000 is past the end".into(),
+    };
+    let failure = last_failure(std::slice::from_ref(&read), false).expect("it goes back");
+    assert_eq!(
+        failure_message(Language::En, &failure),
+        r#"Your last tool call failed. Call this instead: file_read {"path":"metrics.log"}"#
+    );
+    // Only the engine's own line of a failed read counts.
+    let other = CallRecord { result: "[failed] no such file: `metrics.log`".into(), ..read.clone() };
+    assert_eq!(fix(&other), None);
+}
+
+#[test]
 fn a_file_read_in_part_is_named_until_a_call_reads_it_whole() {
     let read = |args: &str, result: &str| CallRecord {
         tool: "file_read".into(),

@@ -146,7 +146,7 @@ fn sentence_words(sentence: &str, lower: &str, number: usize, end: usize) -> Str
 /// The percentages of `text`: where the number starts, its value, and where the `%` (or `％`)
 /// ends. A number is digits with at most one `.`, not glued to a letter or digit before it
 /// (`v2.5%` is no percentage); one space may stand before the sign.
-fn percentages(text: &str) -> Vec<(usize, f64, usize)> {
+pub(super) fn percentages(text: &str) -> Vec<(usize, f64, usize)> {
     let mut out = Vec::new();
     for (at, sign) in text.match_indices(['%', '％']) {
         let head = &text[..at];

@@ -11,7 +11,7 @@
 
 use super::Agent;
 use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
-use super::unit_limit;
+use super::{threshold, unit_limit};
 use crate::config::Language;
 use crate::llm::Message;
 
@@ -31,16 +31,54 @@ fn says_value(answer: &str, value: &str) -> bool {
     stands(&value) || (!number.is_empty() && stands(&number))
 }
 
-/// The one value the results give the quantity `task` names against the limit it states, with
-/// the limit; `None` when the task states no such limit or the results give none or several.
-pub(super) fn named_value(task: &str, calls: &[CallRecord]) -> Option<(String, unit_limit::UnitLimit)> {
-    let limit = unit_limit::limit(std::iter::once(task))?;
+/// The one value the results give what the task names against the limit it states.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Named {
+    /// As the results write it (`1250`, `1.2G`, `86%`).
+    pub value: String,
+    /// Which side of the limit it is on: `Greater` above.
+    pub side: std::cmp::Ordering,
+    /// The limit as written (`1000`, `80%`).
+    pub limit: String,
+    /// The task's words that state it, for the run's notes.
+    pub words: String,
+}
+
+/// The one value the results give the quantity `task` names against the limit it states: a
+/// limit with a unit over a key or a column the task names (`unit_limit.rs`), or a percentage
+/// limit over the one line of the results that holds a name the task gives (`/var`, `web-1`)
+/// and one percentage ("Is /var more than 80% full": the model read `14G` and answered No beside
+/// `86% /var`). `None` when the task states no such limit or the results give none or several.
+pub(super) fn named_value(task: &str, calls: &[CallRecord]) -> Option<Named> {
     let results: Vec<&str> =
         calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.result.as_str()).collect();
-    match unit_limit::values(&limit, &results).as_slice() {
-        [one] => Some((one.clone(), limit)),
-        _ => None,
+    if let Some(limit) = unit_limit::limit(std::iter::once(task)) {
+        let [one] = unit_limit::values(&limit, &results).try_into().ok()?;
+        let side = unit_limit::against(&limit, &one)?;
+        return Some(Named { value: one, side, limit: limit.written.clone(), words: limit.words });
     }
+    let limit = threshold::limit(std::iter::once(task))?;
+    // Names of the task: the words with a mark of a path, a host or an identifier in them.
+    let names: Vec<&str> = task
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| "?!,;:()\"'“”".contains(c)).trim_end_matches('.'))
+        .filter(|w| w.len() >= 2 && w.contains(['/', '-', '_']) && !w.contains('%'))
+        .collect();
+    let mut found: Vec<f64> = Vec::new();
+    for line in results.iter().flat_map(|r| r.lines()) {
+        if names.iter().any(|n| line.split_whitespace().any(|cell| cell == *n)) {
+            found.extend(threshold::percentages(line).into_iter().map(|(_, value, _)| value));
+        }
+    }
+    found.dedup();
+    let [value] = found[..] else { return None };
+    let written = |v: f64| format!("{v}%");
+    Some(Named {
+        value: written(value),
+        side: value.total_cmp(&limit.percent),
+        limit: written(limit.percent),
+        words: limit.words,
+    })
 }
 
 impl Agent {
@@ -55,12 +93,10 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
-        let Some((value, limit)) = named_value(task, calls) else { return answer };
+        let Some(Named { value, side, limit: limit_text, words }) = named_value(task, calls) else { return answer };
         if answer.trim().is_empty() || says_value(&answer, &value) {
             return answer;
         }
-        let Some(side) = unit_limit::against(&limit, &value) else { return answer };
-        let limit_text = &limit.written;
         let relation = match (self.opts.language, side) {
             (Language::En, std::cmp::Ordering::Greater) => format!("more than {limit_text}"),
             (Language::En, std::cmp::Ordering::Less) => format!("less than {limit_text}"),
@@ -82,8 +118,7 @@ impl Agent {
         self.record(RunEvent::Note {
             kind: "value_not_said",
             detail: format!(
-                "the answer did not say {value}, the value of \"{}\" in the results; asked again, {}",
-                limit.words,
+                "the answer did not say {value}, the value of \"{words}\" in the results; asked again, {}",
                 if taken {
                     "and the new answer says it"
                 } else {
@@ -135,11 +170,33 @@ mod tests {
     fn the_one_value_of_the_named_quantity_is_found() {
         let task = "Read queue.json and tell me whether the queue depth is over 1000.";
         let calls = [read("{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}")];
-        let (value, limit) = named_value(task, &calls).unwrap();
-        assert_eq!(value, "1250");
-        assert_eq!(unit_limit::against(&limit, &value), Some(std::cmp::Ordering::Greater));
+        let named = named_value(task, &calls).unwrap();
+        assert_eq!(
+            (named.value.as_str(), named.side, named.limit.as_str()),
+            ("1250", std::cmp::Ordering::Greater, "1000")
+        );
         let two = [read("{\"depth\": 1250}\n{\"depth\": 900}")];
         assert!(named_value(task, &two).is_none(), "two values: which one is unsure");
         assert!(named_value("Read queue.json and summarize it.", &calls).is_none(), "no limit");
+    }
+
+    /// A percentage limit over the one line that holds the name the task gives.
+    #[test]
+    fn the_percentage_of_the_line_the_task_names_is_found() {
+        let task = "Is /var more than 80% full according to df.txt? Answer yes or no with the percentage.";
+        let df = "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   21G   27G  44% /\n\
+                  /dev/sdb1       100G   86G   14G  86% /var\ntmpfs           2.0G     0  2.0G   0% /dev/shm\n";
+        let named = named_value(task, &[read(df)]).unwrap();
+        assert_eq!(
+            (named.value.as_str(), named.side, named.limit.as_str()),
+            ("86%", std::cmp::Ordering::Greater, "80%")
+        );
+        assert!(says_value("Yes: /var is 86% full.", &named.value));
+        assert!(!says_value("No: /var is 14G and is not more than 80%.", &named.value));
+        // A name on no line, or on lines of two percentages, gives no one value.
+        assert!(named_value("Is /opt more than 80% full?", &[read(df)]).is_none());
+        let two = "web-1 cpu 91%\nweb-1 cpu 40%\n";
+        assert!(named_value("Is web-1 above 90% CPU?", &[read(two)]).is_none());
+        assert!(named_value("Is any disk more than 80% full?", &[read(df)]).is_none(), "no name: the code check's");
     }
 }

@@ -82,7 +82,12 @@ pub(super) struct Selected {
 impl Selected {
     /// The whole result of `calls[call]`, with `note`.
     fn whole(call: usize, calls: &[CallRecord], note: String) -> Self {
-        Selected { call, result: calls[call].result.clone(), note, kept: None, count: None, picked: false }
+        Self::of(call, calls[call].result.clone(), note)
+    }
+
+    /// `result` of `calls[call]` (the whole or a part), with `note`.
+    fn of(call: usize, result: String, note: String) -> Self {
+        Selected { call, result, note, kept: None, count: None, picked: false }
     }
 
     /// The same, where the note names the record the task's least or most asks for.
@@ -153,8 +158,29 @@ impl Agent {
         } else {
             ask
         };
-        let shown = records.shown()?;
         let source = source_of(&calls[call]);
+        // A time, a date or a status class the task names bounds the records first (`rules.rs`).
+        let bound = matches!(ask, Ask::Least | Ask::Most | Ask::Total | Ask::Average | Ask::Distinct)
+            .then(|| self.bounded(task, &records, &source))
+            .flatten();
+        let (whole, bound_note) = match &bound {
+            Some((text, note)) => (text.clone(), Some(note.clone())),
+            None => (calls[call].result.clone(), None),
+        };
+        let records = match &bound {
+            Some((text, _)) => match Records::of_lines_from(text, 2, true).filter(|r| r.shape == records.shape) {
+                Some(inside) => inside,
+                None => return None,
+            },
+            None => records,
+        };
+        let with_bound = |note: String| match &bound_note {
+            Some(b) => format!("{b} {note}"),
+            None => note,
+        };
+        // Where the records were bounded, the bounded ones go to the answer whatever the code does.
+        let fallback = bound_note.as_ref().map(|n| Selected::of(call, whole.clone(), n.clone()));
+        let Some(shown) = records.shown() else { return fallback };
         // "The most failed logins": counted per value, not compared by a number.
         let per_value = matches!(ask, Ask::Least | Ask::Most) && frequency::counts_per(task, &records);
         let name = match ask {
@@ -195,7 +221,7 @@ impl Agent {
                     "records_selection",
                     &format!("{what} were not selected: the reply held no `{name}` function"),
                 );
-                return None;
+                return fallback;
             };
             if let Some(named) = (name == "keep").then(|| items::names_an_item(&code, &records.values)).flatten() {
                 let named: String = named.chars().take(80).collect();
@@ -203,13 +229,13 @@ impl Agent {
                     "records_selection",
                     &format!("{what} were not selected: the code names a record (\"{named}\")"),
                 );
-                return None;
+                return fallback;
             }
             let out = match python::run(&harness, &code, &data, TIMEOUT, &self.opts.shell).await {
                 Ok(out) => out,
                 Err(why) => {
                     self.note("records_selection", &format!("{what} were not selected: {why}"));
-                    return None;
+                    return fallback;
                 }
             };
             let last = out.output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
@@ -220,7 +246,7 @@ impl Agent {
                     let Some(keys) = keys.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not counted per value: {why}"));
-                        return None;
+                        return fallback;
                     };
                     // Only values the result holds count, and only those reach the note.
                     let result = &calls[call].result;
@@ -235,9 +261,9 @@ impl Agent {
                             "records_selection",
                             &format!("{what} were not counted per value: fewer than two values"),
                         );
-                        return None;
+                        return fallback;
                     };
-                    Selected::whole(call, calls, note).pick()
+                    Selected::of(call, whole.clone(), with_bound(note)).pick()
                 }
                 Ask::Distinct => {
                     let keys =
@@ -245,7 +271,7 @@ impl Agent {
                     let Some(keys) = keys.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not told apart: {why}"));
-                        return None;
+                        return fallback;
                     };
                     // The model's code could return any text: only values the result holds count,
                     // and only those reach the note.
@@ -255,17 +281,17 @@ impl Agent {
                     let (different, with) = distinct(&keys);
                     if with < 2 {
                         self.note("records_selection", &format!("{what} were not told apart: fewer than two values"));
-                        return None;
+                        return fallback;
                     }
                     let note = distinct_note(lang, &source, &different);
-                    Selected::whole(call, calls, note)
+                    Selected::of(call, whole.clone(), with_bound(note))
                 }
                 Ask::Count | Ask::Which | Ask::Share | Ask::Last => {
                     let flags = serde_json::from_str::<Vec<bool>>(last).ok().filter(|f| f.len() == records.len());
                     let Some(mut flags) = flags.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not selected: {why}"));
-                        return None;
+                        return fallback;
                     };
                     // Asked again for a condition it left out, the model wrote that condition
                     // alone (`item['role'] == 'admin'` after `not item['active']`): both hold.
@@ -300,7 +326,7 @@ impl Agent {
                     }
                     if kept == 0 || kept == flags.len() {
                         self.note("records_selection", &format!("the code kept {kept} of {what}; shown as they came"));
-                        return None;
+                        return fallback;
                     }
                     if let Some(inverted) = condition::negated(task, &records.values, &flags) {
                         let detail = format!(
@@ -314,7 +340,7 @@ impl Agent {
                             continue;
                         }
                         self.note("records_selection", &format!("{detail} twice; shown as they came"));
-                        return None;
+                        return fallback;
                     }
                     if let Some(missed) = condition::missed(task, &records.values, &flags) {
                         let detail = format!(
@@ -333,7 +359,7 @@ impl Agent {
                             continue;
                         }
                         self.note("records_selection", &format!("{detail} twice; shown as they came"));
-                        return None;
+                        return fallback;
                     }
                     if ask == Ask::Last {
                         let last = flags.iter().rposition(|f| *f).unwrap_or_default();
@@ -374,7 +400,7 @@ impl Agent {
                     let Some(Values { values, dates }) = values.filter(|_| out.code == Some(0)) else {
                         let why = python::failure(last, out.code);
                         self.note("records_selection", &format!("{what} were not compared: {why}"));
-                        return None;
+                        return fallback;
                     };
                     // A number given to a record of another value than the one the task names
                     // ("the shipped orders", and `return item['amount']`) is asked for again.
@@ -394,7 +420,7 @@ impl Agent {
                             continue;
                         }
                         self.note("records_selection", &format!("{detail} twice; shown as they came"));
-                        return None;
+                        return fallback;
                     }
                     if ask == Ask::Total {
                         let Some((sum, counted)) = total(&values).filter(|_| !dates) else {
@@ -402,17 +428,10 @@ impl Agent {
                                 "records_selection",
                                 &format!("{what} were not added up: fewer than two numbers"),
                             );
-                            return None;
+                            return fallback;
                         };
-                        let note = total_note(
-                            lang,
-                            records.shape,
-                            &source,
-                            sum,
-                            (counted, records.len()),
-                            &calls[call].result,
-                        );
-                        let selected = Selected::whole(call, calls, note);
+                        let note = total_note(lang, records.shape, &source, sum, (counted, records.len()), &whole);
+                        let selected = Selected::of(call, whole.clone(), with_bound(note));
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
@@ -422,23 +441,16 @@ impl Agent {
                                 "records_selection",
                                 &format!("{what} were not averaged: fewer than two numbers"),
                             );
-                            return None;
+                            return fallback;
                         };
-                        let note = average_note(
-                            lang,
-                            records.shape,
-                            &source,
-                            mean,
-                            (counted, records.len()),
-                            &calls[call].result,
-                        );
-                        let selected = Selected::whole(call, calls, note);
+                        let note = average_note(lang, records.shape, &source, mean, (counted, records.len()), &whole);
+                        let selected = Selected::of(call, whole.clone(), with_bound(note));
                         self.note("records_selection", &format!("{what}: {}", selected.note));
                         return Some(selected);
                     }
                     let Some((best, value)) = extreme(&values, ask == Ask::Most) else {
                         self.note("records_selection", &format!("{what} were not compared: fewer than two numbers"));
-                        return None;
+                        return fallback;
                     };
                     let mut note = extreme_note(
                         lang,
@@ -454,7 +466,7 @@ impl Agent {
                     if let Some(days) = dates.then(|| dates::days_note(lang, task, value, today)).flatten() {
                         note = format!("{note} {days}");
                     }
-                    Selected::whole(call, calls, note).pick()
+                    Selected::of(call, whole.clone(), with_bound(note)).pick()
                 }
             };
             self.note("records_selection", &format!("{what}: {}", selected.note));

@@ -121,4 +121,26 @@ impl Agent {
         }
         None
     }
+
+    /// The records of `records` a time, a date or a class of HTTP statuses the task names
+    /// bounds, for a pick, a count per value, a total, a mean or the different values ("the
+    /// most server errors (5xx)", "the average CPU between 10:00 and 11:00"): the text of the
+    /// ones inside (two or more, not all) and the note that says which they are. The model's
+    /// function then runs only over those, as a count's does (`select_by_rule`).
+    pub(super) fn bounded(&self, task: &str, records: &Records<'_>, source: &str) -> Option<(String, String)> {
+        let lines: Vec<String> = (0..records.len()).map(|i| records.line(i)).collect();
+        let today = (self.clock)().with_timezone(&self.opts.timezone).date_naive();
+        let lang = self.opts.language;
+        let dated = dates::by_date(task, &lines, today).or_else(|| clock::by_clock(task, &lines));
+        let (phrase, flags, rule) = match dated {
+            Some((phrase, flags)) => (phrase, flags, Rule::Date),
+            None => status_class::by_class(task, &lines).map(|(class, flags)| (class, flags, Rule::Status))?,
+        };
+        let note = |kept: usize, of: usize| match rule {
+            Rule::Date => dated_note(lang, records.shape, source, &phrase, kept, of),
+            _ => status_note(lang, records.shape, source, &phrase, kept, of),
+        };
+        let kept = flags.iter().filter(|f| **f).count();
+        (kept >= 2 && kept < flags.len()).then(|| (records.keep(&flags), note(kept, flags.len())))
+    }
 }

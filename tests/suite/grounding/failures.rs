@@ -9,6 +9,29 @@ use super::{last_text, notes, routine_agent, tool_events, tool_names};
 use crate::common::Harness;
 use crate::common::mock_llm::{text, tool_call};
 
+/// The local model read a six-line log from offset 1001000000000000 and, told to fix the call,
+/// sent it again: the read past the end goes back as the read of the whole file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_past_the_end_of_a_file_is_sent_back_as_the_read_of_the_whole_file() {
+    let h = Harness::new().await;
+    h.write("metrics.log", "10:05 cpu=40\n10:20 cpu=50\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "metrics.log", "offset": 1001000000000000u64})),
+        text("I will try again with a different offset."),
+        tool_call("file_read", json!({"path": "metrics.log"})),
+        text("The CPU was at 40 and 50."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::ReadOnly);
+    let reply = agent.process_message("What were the CPU readings in metrics.log?").await.unwrap();
+    assert_eq!(reply, "The CPU was at 40 and 50.");
+    let reqs = h.mock.requests();
+    assert_eq!(
+        last_text(&reqs[2]),
+        "Your last tool call failed. Call this instead: file_read {\"path\":\"metrics.log\"}"
+    );
+    assert_eq!(notes(&h), ["failed_check_reask"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_path_named_without_its_folder_is_sent_back_with_the_one_that_exists() {
     let h = Harness::new().await;

@@ -123,6 +123,38 @@ async fn an_answer_still_without_the_value_gets_the_line_that_holds_it() {
     mock.assert_clean();
 }
 
+/// "Is /var more than 80% full": the local model read `14G` off the line of `/var` and answered
+/// No beside `86% /var`. The percentage of the one line that holds the name the task gives is
+/// the value the answer must say; asked for it, the answer says it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_about_a_percentage_of_a_named_line_goes_back_for_that_percentage() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/disk.yaml",
+        "prompt: Is /var more than 80% full according to df.txt? Answer yes or no with the percentage.\n\
+         agent: { tools: [file_read] }\n",
+    )
+    .write(
+        "df.txt",
+        "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   21G   27G  44% /\n\
+         /dev/sdb1       100G   86G   14G  86% /var\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "df.txt"})),
+        text("ANSWER: No: /var is 14G and is not more than 80%."),
+        text("ANSWER: Yes: /var is 86% full, more than 80%."),
+    ]);
+    let o = p.run_async(["run", "disk", "--json"]).await;
+    assert_eq!(o.json()["output"], "Yes: /var is 86% full, more than 80%.", "{}", o.stdout);
+    assert_eq!(
+        super::last_text(&mock.requests()[2]),
+        "Your answer does not say the value. The data gives 86%, which is more than 80%. Answer the task again \
+         with that value, after a line that says ANSWER:"
+    );
+    mock.assert_clean();
+}
+
 /// A routine that runs `task` over `file` holding `body`, or replies NO_REPLY, into `out.md`.
 fn alert(mock: &MockLlm, task: &str, file: &str, body: &str) -> Routines {
     let p = Routines::project(&mock.base_url(), "");

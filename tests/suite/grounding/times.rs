@@ -89,6 +89,58 @@ async fn lines_in_a_time_are_no_count_of_a_kind_the_task_names() {
     mock.assert_clean();
 }
 
+/// "The average CPU between 10:00 and 11:00": the lines outside the time are left out before the
+/// model's `value` runs, and the engine averages the three inside (the local model's first
+/// read asked for offset 1001000000000000, stop 45's probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_average_over_a_time_the_task_names_takes_only_the_lines_inside_it() {
+    let mock = MockLlm::start().await;
+    let log = "09:40 cpu=91\n09:55 cpu=88\n10:05 cpu=40\n10:20 cpu=50\n10:45 cpu=60\n11:10 cpu=95\n";
+    let p = project(
+        &mock,
+        "What was the average CPU usage in metrics.log between 10:00 and 11:00?",
+        "file_read",
+        "metrics.log",
+        log,
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "metrics.log"})),
+        text("```python\ndef value(line: str) -> float:\n    return float(line.split('=')[1])\n```"),
+        text("ANSWER: 50"),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "50", "{}", o.stdout);
+    let reqs = mock.requests();
+    let code = crate::common::content(&reqs[1], 1);
+    assert!(code.contains("10:05 cpu=40") && !code.contains("09:40"), "only the lines inside the time: {code}");
+    let answer = crate::common::content(&reqs[2], 1);
+    assert!(!answer.contains("09:40 cpu=91"), "{answer}");
+    assert!(answer.contains("3 of the 6 lines of `metrics.log` have a time"), "{answer}");
+    assert!(answer.contains("comes to 50"), "{answer}");
+    mock.assert_clean();
+}
+
+/// "Which endpoint has the most server errors (5xx)": the lines of another class are left out,
+/// and where the model's `key` gives nothing the engine can count, the answer still sees only
+/// the 5xx lines (the local model's key returned the words of the request's examples).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_most_per_value_within_a_status_class_sees_only_that_class() {
+    let mock = MockLlm::start().await;
+    let log = "GET /orders 200\nGET /orders 500\nPOST /pay 502\nPOST /pay 503\nGET /users 200\nPOST /pay 200\nGET /orders 200\nGET /users 504\n";
+    let p = project(&mock, "Which endpoint in api.log has the most server errors (5xx)?", "file_read", "api.log", log);
+    mock.push_all([
+        tool_call("file_read", json!({"path": "api.log"})),
+        text("```python\ndef key(line: str) -> str:\n    return 'user'\n```"),
+        text("ANSWER: POST /pay"),
+    ]);
+    let o = p.run_async(["run", "task", "--json"]).await;
+    assert_eq!(o.json()["output"], "POST /pay", "{}", o.stdout);
+    let answer = crate::common::last_message(&mock.requests()[2])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("POST /pay 503") && !answer.contains("GET /orders 200"), "{answer}");
+    assert!(answer.contains("4 of the 8 lines of `api.log`"), "{answer}");
+    mock.assert_clean();
+}
+
 /// A count made with `grep -c` cannot be cut to a time: the answer goes back with the search
 /// printing its lines, and the engine then keeps those after the time (`agent/count_only.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
