@@ -104,8 +104,11 @@ impl Agent {
                 let seen = super::count_only::without_counted(seen);
                 // A count of commits is the number of commits the one `git log` shows; the last
                 // commit is the first it shows (`git_log.rs`).
-                let commits = super::capped::commits_note(message, &seen, lang)
-                    .or_else(|| super::git_log::newest(message, &seen).map(|n| n.note(lang)));
+                let counted = super::capped::commits_note(message, &seen, lang);
+                let newest = counted.is_none().then(|| super::git_log::newest(message, &seen)).flatten();
+                // The newest commit named by the engine is its pick, as a least or a most is.
+                let newest_named = newest.is_some();
+                let commits = counted.or_else(|| newest.map(|n| n.note(lang)));
                 if commits.is_some() {
                     selection = Some((calls_made.len(), None));
                 } else if selection.as_ref().is_none_or(|(made, _)| *made != calls_made.len()) {
@@ -123,7 +126,7 @@ impl Agent {
                 // Which lines of one list the other lacks (`difference.rs`), when nothing was selected.
                 let lacks = selected.is_none().then(|| super::difference::note(message, &seen, lang)).flatten();
                 let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref()).or(commits.as_deref());
-                let picked = selected.is_some_and(|s| s.picked);
+                let picked = selected.is_some_and(|s| s.picked) || newest_named;
                 evidence::messages(message, &calls, lang, now, &remembered, note, picked).map(|m| {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })

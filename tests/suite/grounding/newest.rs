@@ -39,17 +39,11 @@ async fn the_latest_release_of_a_changelog_is_its_newest_dated_section() {
     mock.assert_clean();
 }
 
-/// "Who made the last change to billing.py" over `git log --stat billing.py` run against a
-/// real repository: the model's own answer names the older commit's author (as the local model
-/// did), so the answer is asked from the evidence, which names the newest commit, listed first.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_last_change_in_a_git_log_is_named_as_the_newest_commit() {
-    let mock = MockLlm::start().await;
+/// A project whose routine `who` runs `prompt` with `git`, in a repository where Priya Shah
+/// added billing.py and Lukas Weber changed it three days later.
+fn billing_repo(mock: &MockLlm, prompt: &str) -> Routines {
     let p = Routines::project(&mock.base_url(), "");
-    p.write(
-        "routines/who.yaml",
-        "prompt: Who made the last change to billing.py?\nagent: { tools: [shell], allow_commands: [git] }\n",
-    );
+    p.write("routines/who.yaml", &format!("prompt: {prompt}\nagent: {{ tools: [shell], allow_commands: [git] }}\n"));
     let git = |args: &[&str], author: &str, date: &str| {
         let env = [
             ("GIT_AUTHOR_NAME", author),
@@ -70,6 +64,16 @@ async fn the_last_change_in_a_git_log_is_named_as_the_newest_commit() {
         git(&["add", "billing.py"], author, date);
         git(&["commit", "-q", "-m", message], author, date);
     }
+    p
+}
+
+/// "Who made the last change to billing.py" over `git log --stat billing.py` run against a
+/// real repository: the model's own answer names the older commit's author (as the local model
+/// did), so the answer is asked from the evidence, which names the newest commit, listed first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_change_in_a_git_log_is_named_as_the_newest_commit() {
+    let mock = MockLlm::start().await;
+    let p = billing_repo(&mock, "Who made the last change to billing.py?");
     mock.push_all([
         tool_call("shell", json!({"command": "git log --stat billing.py"})),
         text("Priya Shah"),
@@ -85,5 +89,24 @@ async fn the_last_change_in_a_git_log_is_named_as_the_newest_commit() {
     assert!(note.contains(" by Lukas Weber, ") && note.ends_with(": Fix tax rounding.)"), "{note}");
     let kinds = super::note_kinds(&p.show(1).await);
     assert!(kinds.contains(&"newest_commit_reask".to_string()), "{kinds:?}");
+    mock.assert_clean();
+}
+
+/// "The most recent change" is a superlative, but the engine names the newest commit itself:
+/// no worked comparison comes before the answer request (the local model, shown them, listed
+/// the files of both commits as the newest one's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_commit_named_by_the_engine_needs_no_worked_comparison() {
+    let mock = MockLlm::start().await;
+    let p = billing_repo(&mock, "Who made the most recent change to billing.py?");
+    mock.push_all([
+        tool_call("shell", json!({"command": "git log --stat billing.py"})),
+        text("Priya Shah"),
+        text("ANSWER: Lukas Weber"),
+    ]);
+    let o = p.run_async(["run", "who", "--json"]).await;
+    assert_eq!(o.json()["output"], "Lukas Weber", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs[2]["messages"].as_array().unwrap().len(), 2, "the system prompt and the request only");
     mock.assert_clean();
 }
