@@ -50,10 +50,19 @@ pub fn truncate(text: &str, max_chars: usize, lang: Language) -> String {
     let head: String = text.chars().take(head_len).collect();
     let tail: String = text.chars().skip(total - tail_len).collect();
     let marker = match lang {
-        Language::En => format!("\n[... truncated: {cut} of {total} characters cut ...]\n"),
-        Language::Zh => format!("\n[... 已截断：共 {total} 个字符，省略 {cut} 个 ...]\n"),
+        Language::En => format!("\n{TRUNCATED_EN}{cut} of {total} characters cut ...]\n"),
+        Language::Zh => format!("\n{TRUNCATED_ZH}共 {total} 个字符，省略 {cut} 个 ...]\n"),
     };
     format!("{head}{marker}{tail}")
+}
+
+/// How the marker of [`truncate`] begins, in each language.
+const TRUNCATED_EN: &str = "[... truncated: ";
+const TRUNCATED_ZH: &str = "[... 已截断：";
+
+/// Whether `result` was cut by [`truncate`]: the model was not given all of it.
+pub fn was_truncated(result: &str) -> bool {
+    result.contains(TRUNCATED_EN) || result.contains(TRUNCATED_ZH)
 }
 
 /// A byte count as people read it: `512 B`, `1.5 KB`, `2.0 MB`.
@@ -91,6 +100,8 @@ mod tests {
         assert!(out.starts_with(&text[..90]));
         assert!(out.ends_with(&text[970..]));
         assert!(truncate(&text, 200, Language::Zh).contains("已截断"));
+        assert!(was_truncated(&out) && was_truncated(&truncate(&text, 200, Language::Zh)));
+        assert!(!was_truncated(&text));
         assert_eq!(truncate("short", 200, Language::En), "short");
     }
 

@@ -35,7 +35,7 @@ use crate::llm::ToolSpec;
 use crate::memory::Memory;
 use crate::policy::{CallInfo, Effect, PathError, Policy};
 
-pub use file::{FileList, FileRead, read_range, without_range};
+pub use file::{FileList, FileRead, needs_range, read_range, whole_file_spec, without_range};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
 pub use http::{HttpRequest, body_of as http_body};
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};

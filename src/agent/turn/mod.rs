@@ -90,7 +90,7 @@ impl Agent {
             _ => None,
         };
         for iteration in 1..=self.opts.max_iterations {
-            let offered = self.offered(&specs, &spent);
+            let offered = self.offered(&specs, &spent, &calls_made);
             let now = system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default();
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
                 // The records the task asks about (`select.rs`), chosen again only when the turn
@@ -478,7 +478,7 @@ impl Agent {
                 look_again = true;
                 spent.clear();
             } else if repeats_only {
-                let rest = self.offered(&specs, &spent);
+                let rest = self.offered(&specs, &spent, &calls_made);
                 // Only looking tools left: the model has looked; the answer comes from the evidence.
                 withhold |= rest.is_empty() || (self.routine.is_some() && !rest.iter().any(|t| self.acts(t)));
                 // About to answer: first the files the task names that no call has used, once.

@@ -55,11 +55,20 @@ impl Agent {
         spec.name != "shell" && self.tools.get(&spec.name).is_some_and(|t| t.effect() != Effect::ReadOnly)
     }
 
-    /// The tools a request offers: all of them but those `spent`.
-    pub(super) fn offered(&self, specs: &Arc<[ToolSpec]>, spent: &[String]) -> Arc<[ToolSpec]> {
-        if spent.is_empty() {
+    /// The tools a request offers: all of them but those `spent`, and `file_read` for a path
+    /// alone until a read of the turn did not carry the whole file (`calls`: the turn's calls so
+    /// far; `tools::whole_file_spec`). A prompt that describes the tools itself (`tool_calls:
+    /// json`) keeps its one description for the turn.
+    pub(super) fn offered(&self, specs: &Arc<[ToolSpec]>, spent: &[String], calls: &[CallRecord]) -> Arc<[ToolSpec]> {
+        let ranged = calls.iter().any(|c| c.tool == "file_read" && crate::tools::needs_range(&c.result));
+        let whole = !ranged && specs.iter().any(|t| t.name == "file_read");
+        if spent.is_empty() && !whole {
             return specs.clone();
         }
-        specs.iter().filter(|t| !spent.contains(&t.name)).cloned().collect::<Vec<_>>().into()
+        let offer = |t: &ToolSpec| match whole && t.name == "file_read" {
+            true => crate::tools::whole_file_spec(t),
+            false => t.clone(),
+        };
+        specs.iter().filter(|t| !spent.contains(&t.name)).map(offer).collect::<Vec<_>>().into()
     }
 }

@@ -18,6 +18,7 @@ mod named;
 mod newest;
 mod numbers;
 mod payload;
+mod ranges;
 mod retries;
 mod runs;
 mod select;
