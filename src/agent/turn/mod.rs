@@ -60,6 +60,9 @@ impl Agent {
         let mut withhold = false;
         // Tools whose call the model repeated word for word: they gave what they can this turn.
         let mut spent: Vec<String> = Vec::new();
+        // Tools whose held call (`holds.rs`) the model made again word for word: the requests
+        // leave them out, and still require a call, until a call of another tool has run.
+        let mut withdrawn: Vec<String> = Vec::new();
         // The answer given before the engine asked again on its own account (a failed look sent
         // back, named files no call used), with the note that says why: it stands if asking
         // again fails. Each of those asks once per turn.
@@ -90,7 +93,7 @@ impl Agent {
             _ => None,
         };
         for iteration in 1..=self.opts.max_iterations {
-            let offered = self.offered(&specs, &spent, &calls_made);
+            let offered = self.offered(&specs, &[spent.as_slice(), withdrawn.as_slice()].concat(), &calls_made);
             let now = system.lines().find(|l| l.starts_with("Current time:")).unwrap_or_default();
             let evidence = if std::mem::take(&mut from_evidence) && self.routine.is_some() {
                 // The records the task asks about (`select.rs`), chosen again only when the turn
@@ -443,9 +446,35 @@ impl Agent {
                     Some(text) => {
                         // The model then announced the read in words instead of making it.
                         look_again = true;
+                        // Held twice before word for word, the model is stuck on the call (the
+                        // 1.5B model made one held write ten times): its tool is left out. Once
+                        // made again, a held call is often followed by the call its answer
+                        // names.
+                        let before = calls_made
+                            .iter()
+                            .filter(|c: &&CallRecord| {
+                                c.status == ToolStatus::Refused && c.tool == call.name && c.arguments == call.arguments
+                            })
+                            .count();
+                        if before >= 2 && !withdrawn.contains(&call.name) {
+                            self.note(
+                                "write_held",
+                                &format!(
+                                    "{}: the held call made again; the next request offers the other tools",
+                                    call.name
+                                ),
+                            );
+                            withdrawn.push(call.name.clone());
+                        }
                         self.record_held(call, &text)
                     }
-                    None => self.execute(call, &ctx, &mut ledger, status).await?,
+                    None => {
+                        let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
+                        if outcome == ToolStatus::Success {
+                            withdrawn.clear();
+                        }
+                        (text, outcome)
+                    }
                 };
                 stats.tool_calls += 1;
                 self.last = stats;

@@ -96,3 +96,39 @@ async fn a_write_is_held_once_per_turn_and_a_write_of_the_named_file_itself_is_n
     assert_eq!(std::fs::read_to_string(h.workspace().join("notes.md")).unwrap(), "# Notes\n- shipped\n");
     assert!(notes(&h).is_empty(), "{:?}", notes(&h));
 }
+
+/// A held call made again word for word: the local model wrote `reports/failing.txt` ten times
+/// over where the task names `failing.txt`, each held, until the turn's last call (bench/README.md,
+/// stop 46). The request after the second repeat leaves the writing tool out and requires a call:
+/// the model reads, and then the tool is offered again and the right write runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_write_made_again_leaves_its_tool_out_until_another_call_runs() {
+    let h = Harness::new().await;
+    h.write("reports/tests.txt", "test_login ... PASSED\ntest_checkout ... FAILED\n");
+    let wrong = tool_call("file_write", json!({"path": "reports/failing.txt", "content": "Test 1\n"}));
+    h.mock.push_all([
+        wrong.clone(),
+        wrong.clone(),
+        wrong,
+        tool_call("file_read", json!({"path": "reports/tests.txt"})),
+        tool_call("file_write", json!({"path": "failing.txt", "content": "test_checkout\n"})),
+        text("Wrote test_checkout to failing.txt."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Full);
+    agent
+        .process_message("Write the names of the failing tests from reports/tests.txt into failing.txt.")
+        .await
+        .unwrap();
+    assert!(!h.workspace().join("reports/failing.txt").exists(), "the held write never ran");
+    assert_eq!(std::fs::read_to_string(h.workspace().join("failing.txt")).unwrap(), "test_checkout\n");
+    let reqs = h.mock.requests();
+    let offers_write = |i: usize| super::tool_names(&reqs[i]).contains(&"file_write".to_string());
+    assert!(offers_write(0) && offers_write(1) && offers_write(2));
+    assert!(!offers_write(3), "{:?}", super::tool_names(&reqs[3]));
+    assert_eq!(reqs[3]["tool_choice"], "required");
+    assert!(offers_write(4), "offered again once the read ran");
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    let refused = [ToolStatus::Refused; 3];
+    assert_eq!(statuses, [&refused[..], &[ToolStatus::Success, ToolStatus::Success]].concat());
+    h.mock.assert_clean();
+}
