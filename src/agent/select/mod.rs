@@ -38,6 +38,7 @@ mod rules;
 mod sections;
 mod source;
 mod status_class;
+mod status_key;
 
 pub(super) use ask::{Ask, ask_of};
 
@@ -278,6 +279,21 @@ impl Agent {
                     let result = &calls[call].result;
                     let keys: Vec<Option<String>> =
                         keys.into_iter().map(|k| k.filter(|k| result.contains(k.as_str()))).collect();
+                    // `ok` and `failed` where the task counts the different users (`status_key.rs`).
+                    if let Some((found, noun)) = status_key::statuses(task, &keys) {
+                        let detail = format!(
+                            "the code returned statuses ({}) for {what}, where the task counts the different {noun}",
+                            found.join(", ")
+                        );
+                        if attempt == 0 {
+                            self.note("records_selection", &format!("{detail}; asked again"));
+                            messages.push(crate::llm::Message::assistant(reply.unwrap_or_default()));
+                            messages.push(crate::llm::Message::user(status_key::message(&found, &noun)));
+                            continue;
+                        }
+                        self.note("records_selection", &format!("{detail} twice; shown as they came"));
+                        return fallback;
+                    }
                     let (different, with) = distinct(&keys);
                     if with < 2 {
                         self.note("records_selection", &format!("{what} were not told apart: fewer than two values"));

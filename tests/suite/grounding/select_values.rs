@@ -173,3 +173,37 @@ async fn a_keep_that_keeps_what_the_task_negates_is_asked_again() {
     assert!(!answer.contains("Website") && !answer.contains("Sync"), "{answer}");
     mock.assert_clean();
 }
+
+/// "How many different users logged in successfully": the local model's `key` returned `ok` and
+/// `failed`, the word after `login` (bench/README.md, stop 46). A key of statuses where the task
+/// counts users is asked for again, naming both; the second key's users are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_of_statuses_where_the_task_counts_users_is_asked_for_again() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write(
+        "routines/users.yaml",
+        "prompt: How many different users logged in successfully according to auth.log?\nagent: { tools: [file_read] }\n",
+    )
+    .write(
+        "auth.log",
+        "08:01 login ok user=alice\n08:03 login ok user=bob\n08:10 login failed user=carol\n08:12 login ok user=alice\n08:30 login ok user=dave\n09:02 login ok user=bob\n",
+    );
+    mock.push_all([
+        tool_call("file_read", json!({"path": "auth.log"})),
+        text("```python\ndef key(line: str) -> str:\n    return line.split(' ')[2]\n```"),
+        text(
+            "```python\ndef key(line: str) -> str:\n    return line.split('user=')[1] if 'login ok' in line else None\n```",
+        ),
+        text("ANSWER: 3"),
+    ]);
+    let o = p.run_async(["run", "users", "--json"]).await;
+    assert_eq!(o.json()["output"], "3", "{}", o.stdout);
+    let reqs = mock.requests();
+    let ask = crate::common::last_message(&reqs[2])["content"].as_str().unwrap().to_string();
+    assert!(ask.starts_with("Your function returned `ok` and `failed`: how a line went"), "{ask}");
+    assert!(ask.contains("the task counts the different users"), "{ask}");
+    let answer = crate::common::content(&reqs[3], 1);
+    assert!(answer.contains("holds 3 different values of what the task counts: alice, bob, dave."), "{answer}");
+    mock.assert_clean();
+}
