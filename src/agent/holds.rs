@@ -56,6 +56,13 @@ impl Agent {
             self.note("write_held", &format!("{}: {}; not run", call.name, STALE));
             return Some(write_check::message(self.opts.language, &stale, None));
         }
+        // A write of what an earlier write returned is never run (a store of its receipt).
+        if self.routine.is_some()
+            && let Some(receipt) = write_check::receipt(&call.name, &call.arguments, calls)
+        {
+            self.note("write_held", &format!("{}: its content is an earlier write's result; not run", call.name));
+            return Some(write_check::message(self.opts.language, &receipt, None));
+        }
         if let Some(text) = self.held_edit(task, call, ctx, sent) {
             return Some(text);
         }

@@ -132,3 +132,38 @@ async fn a_held_write_made_again_leaves_its_tool_out_until_another_call_runs() {
     assert_eq!(statuses, [&refused[..], &[ToolStatus::Success, ToolStatus::Success]].concat());
     h.mock.assert_clean();
 }
+
+/// A store of what the last store returned: the local model stored "widgets: 40 gadgets: 12",
+/// then "Stored `stock_info` (daily)" under the same key, and the next run had no number to
+/// compare with (bench/README.md, stop 46). Such a store is never run, made again or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_store_of_an_earlier_stores_receipt_is_never_run() {
+    let h = Harness::new().await;
+    h.write("stock.txt", "widgets: 40\n");
+    let receipt = tool_call("memory_store", json!({"key": "stock_info", "content": "Stored `stock_info` (core)"}));
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "stock.txt"})),
+        tool_call("memory_store", json!({"key": "stock_info", "content": "widgets: 40"})),
+        receipt.clone(),
+        receipt,
+        text("We have 40 widgets."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Supervised);
+    assert_eq!(agent.process_message(STOCK).await.unwrap(), "We have 40 widgets.");
+    let stored: Vec<String> = h
+        .memory
+        .recall("stock_info", 5)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.key == "stock_info")
+        .map(|m| m.content)
+        .collect();
+    assert_eq!(stored, ["widgets: 40"], "the receipt never replaced the number");
+    let reqs = h.mock.requests();
+    let held = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(held.starts_with("[failed] not run: this content is what your earlier write returned"), "{held}");
+    assert_eq!(crate::common::last_message(&reqs[4])["content"].as_str().unwrap(), held, "held again, the same way");
+    let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
+    let ok = ToolStatus::Success;
+    assert_eq!(statuses, [ok, ok, ToolStatus::Refused, ToolStatus::Refused]);
+}
