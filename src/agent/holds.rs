@@ -5,7 +5,7 @@
 //! per turn; a held list made again gets its answer again), an edit that would not make the
 //! change asked for, and a write elsewhere than the file the task names (every time).
 
-use super::events::{CallRecord, TurnStats};
+use super::events::{CallRecord, ToolStatus, TurnStats};
 use super::grounding::FirstCallRule;
 use super::{Agent, edit_check, named, write_check};
 use crate::llm::{ToolCall, ToolSpec};
@@ -32,6 +32,16 @@ impl HeldSent {
 }
 
 const STALE: &str = "it repeats a write made before the reads, over the write made from them";
+
+/// Whether the model is stuck on `call`: the same call, word for word, was held twice before in
+/// the turn (`calls`). The 1.5B model made one held write ten times, until the turn's last call.
+/// Held once before is not enough: told "Call this instead: ...", the model made the held call
+/// again once and then the call named.
+pub(super) fn stuck_on(call: &ToolCall, calls: &[CallRecord]) -> bool {
+    let held =
+        |c: &&CallRecord| c.status == ToolStatus::Refused && c.tool == call.name && c.arguments == call.arguments;
+    calls.iter().filter(held).count() >= 2
+}
 
 impl Agent {
     /// What `call` gets back instead of running, when it is held (noted), or `None` when it

@@ -60,8 +60,8 @@ impl Agent {
         let mut withhold = false;
         // Tools whose call the model repeated word for word: they gave what they can this turn.
         let mut spent: Vec<String> = Vec::new();
-        // Tools whose held call (`holds.rs`) the model made again word for word: the requests
-        // leave them out, and still require a call, until a call of another tool has run.
+        // Tools whose call the model is stuck on, held again and again (`holds::stuck_on`): the
+        // requests leave them out, and still require a call, until a call of another tool has run.
         let mut withdrawn: Vec<String> = Vec::new();
         // The answer given before the engine asked again on its own account (a failed look sent
         // back, named files no call used), with the note that says why: it stands if asking
@@ -446,17 +446,7 @@ impl Agent {
                     Some(text) => {
                         // The model then announced the read in words instead of making it.
                         look_again = true;
-                        // Held twice before word for word, the model is stuck on the call (the
-                        // 1.5B model made one held write ten times): its tool is left out. Once
-                        // made again, a held call is often followed by the call its answer
-                        // names.
-                        let before = calls_made
-                            .iter()
-                            .filter(|c: &&CallRecord| {
-                                c.status == ToolStatus::Refused && c.tool == call.name && c.arguments == call.arguments
-                            })
-                            .count();
-                        if before >= 2 && !withdrawn.contains(&call.name) {
+                        if super::holds::stuck_on(call, &calls_made) && !withdrawn.contains(&call.name) {
                             self.note(
                                 "write_held",
                                 &format!(

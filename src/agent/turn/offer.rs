@@ -65,9 +65,8 @@ impl Agent {
         if spent.is_empty() && !whole {
             return specs.clone();
         }
-        let offer = |t: &ToolSpec| match whole && t.name == "file_read" {
-            true => crate::tools::whole_file_spec(t),
-            false => t.clone(),
+        let offer = |t: &ToolSpec| {
+            if whole && t.name == "file_read" { crate::tools::whole_file_spec(t) } else { t.clone() }
         };
         specs.iter().filter(|t| !spent.contains(&t.name)).map(offer).collect::<Vec<_>>().into()
     }
