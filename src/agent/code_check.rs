@@ -22,12 +22,11 @@
 //! silence into a report the model is then asked to write from the tool results, never a
 //! report into silence.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::events::{CallRecord, RunEvent, ToolStatus, TurnStats};
 use super::{Agent, python};
-use crate::llm::{ChatRequest, Message};
+use crate::llm::Message;
 
 /// The program that runs the model's function: limits first, then the function on the data,
 /// then one line with the verdict and the strings the function returned. The model's code runs
@@ -239,7 +238,7 @@ impl Agent {
         let mut attempt = 0;
         let (verdict, skipped) = loop {
             let what = "code check of the silent reply";
-            let reply = match self.side_call(what, messages.clone(), Some(0.0), tokens, stats).await {
+            let reply = match self.code_call(what, "findings", messages.clone(), tokens, stats).await {
                 Some(reply) => reply,
                 None => return Verdict::Unknown("the model call failed or said nothing".into()),
             };
@@ -376,51 +375,6 @@ impl Agent {
         // Asked to quote the lines found, an answer that holds none of them gets them under it.
         let whole: Vec<&str> = looked.iter().map(|c| c.result.as_str()).collect();
         Some((super::quoted::with_lines(&text, &task.task, &calls, &whole, lang), corrected))
-    }
-
-    /// One model call beside the turns, without tools or history, recorded as a review; its
-    /// text, or `None` when it failed or was empty.
-    pub(super) async fn side_call(
-        &self,
-        what: &str,
-        messages: Vec<Message>,
-        temperature: Option<f32>,
-        max_tokens: Option<u32>,
-        stats: &mut TurnStats,
-    ) -> Option<String> {
-        let request = ChatRequest {
-            model: self.opts.model.clone(),
-            messages,
-            tools: Arc::from(Vec::new()),
-            temperature,
-            max_tokens,
-            require_tool: false,
-        };
-        // A run another node took over makes no call more (`guard.rs`); its end is fenced.
-        if let Err(e) = self.hold_the_run().await {
-            tracing::warn!(what, error = %e, "A side call was not made.");
-            return None;
-        }
-        let started = Instant::now();
-        let result = self.provider.chat(&request).await;
-        let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();
-        self.record(RunEvent::Review {
-            what: what.to_string(),
-            prompt_tokens: usage.prompt_tokens,
-            completion_tokens: usage.completion_tokens,
-            duration: started.elapsed(),
-            error: result.as_ref().err().map(ToString::to_string),
-        });
-        stats.iterations += 1;
-        stats.prompt_tokens += usage.prompt_tokens;
-        stats.completion_tokens += usage.completion_tokens;
-        match result {
-            Ok(r) => r.content.map(|c| c.trim().to_string()).filter(|c| !c.is_empty()),
-            Err(e) => {
-                tracing::warn!(error = %e, what, "A model call beside the turn failed.");
-                None
-            }
-        }
     }
 }
 

@@ -13,6 +13,7 @@ fn request(tools: bool) -> ChatRequest {
         temperature: None,
         max_tokens: None,
         require_tool: false,
+        stop: Vec::new(),
     }
 }
 

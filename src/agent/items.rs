@@ -110,8 +110,7 @@ impl Agent {
         let mut before: Option<Vec<bool>> = None;
         let mut attempt = 0;
         let flags = loop {
-            let reply =
-                self.side_call("filter of the webhook's items", messages.clone(), Some(0.0), tokens, stats).await;
+            let reply = self.code_call("filter of the webhook's items", "keep", messages.clone(), tokens, stats).await;
             let code = reply.as_deref().and_then(|r| python::code_of(r, "keep"));
             if let Some(named) = code.as_deref().and_then(|c| names_an_item(c, &values)) {
                 let named: String = named.chars().take(80).collect();

@@ -41,6 +41,7 @@ mod records;
 mod reply;
 mod select;
 mod setup;
+mod side;
 mod since_last;
 mod state_value;
 mod threshold;

@@ -122,6 +122,10 @@ pub struct ChatRequest {
     /// The answer must call a tool (`tool_choice: "required"` on the wire). Only meaningful with
     /// `tools`; a provider that refuses it answers [`LlmError::ToolChoiceRefused`].
     pub require_tool: bool,
+    /// Where the model stops writing (`stop` on the wire, at most four strings): the end of
+    /// what the engine asked for, so that the model does not go on past it. Empty: no `stop`
+    /// field. A provider that refuses the field is asked again without it.
+    pub stop: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

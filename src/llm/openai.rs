@@ -64,6 +64,9 @@ pub struct OpenAiProvider {
     /// The server answered a request carrying `tool_choice` with a 4xx naming it; later
     /// requests of this provider (one per base URL and process) leave it out.
     refuses_tool_choice: AtomicBool,
+    /// The server answered a request carrying `stop` with a 4xx naming it (OpenAI's reasoning
+    /// models do): that request went again without it, and so do later ones.
+    refuses_stop: AtomicBool,
 }
 
 impl OpenAiProvider {
@@ -87,6 +90,7 @@ impl OpenAiProvider {
             max_reply: DEFAULT_MAX_REPLY_BYTES,
             key,
             refuses_tool_choice: AtomicBool::new(false),
+            refuses_stop: AtomicBool::new(false),
         })
     }
 
@@ -179,6 +183,27 @@ impl OpenAiProvider {
             500..=599 => LlmError::Server { status: code, message },
             _ => LlmError::BadRequest { status: code, message },
         }
+    }
+
+    /// The wire body of `request`, without `stop` once the server refused it.
+    fn body(&self, request: &ChatRequest, stream: bool) -> serde_json::Value {
+        let mut body = wire::request_body(request, stream);
+        if self.refuses_stop.load(Ordering::Relaxed) {
+            body.as_object_mut().map(|b| b.remove("stop"));
+        }
+        body
+    }
+
+    /// Whether `result` is the server refusing the `stop` field of `body` (a 4xx whose message
+    /// names it); then it is left out from now on, and the caller sends the request again.
+    fn stop_refused(&self, body: &serde_json::Value, result: &Result<ChatResponse, LlmError>) -> bool {
+        let Err(LlmError::BadRequest { status, message }) = result else { return false };
+        if body.get("stop").is_none() || !message.to_ascii_lowercase().contains("stop") {
+            return false;
+        }
+        warn!(status, "The model API does not accept stop; leaving it out from now on.");
+        self.refuses_stop.store(true, Ordering::Relaxed);
+        true
     }
 
     fn transport_error(&self, e: reqwest::Error) -> LlmError {
@@ -280,12 +305,22 @@ impl OpenAiProvider {
 #[async_trait]
 impl Provider for OpenAiProvider {
     async fn chat(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let body = wire::request_body(request, false);
+        let mut body = self.body(request, false);
+        let result = self.with_retries(|| async { self.chat_once(&body).await.map_err(|e| (e, true)) }).await;
+        if !self.stop_refused(&body, &result) {
+            return result;
+        }
+        body.as_object_mut().map(|b| b.remove("stop"));
         self.with_retries(|| async { self.chat_once(&body).await.map_err(|e| (e, true)) }).await
     }
 
     async fn chat_stream(&self, request: &ChatRequest, on_delta: DeltaSink<'_>) -> Result<ChatResponse, LlmError> {
-        let body = wire::request_body(request, true);
+        let mut body = self.body(request, true);
+        let result = self.with_retries(|| self.stream_once(&body, on_delta)).await;
+        if !self.stop_refused(&body, &result) {
+            return result;
+        }
+        body.as_object_mut().map(|b| b.remove("stop"));
         self.with_retries(|| self.stream_once(&body, on_delta)).await
     }
 

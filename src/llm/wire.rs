@@ -29,6 +29,9 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
             body["tool_choice"] = json!("required");
         }
     }
+    if !req.stop.is_empty() {
+        body["stop"] = json!(req.stop);
+    }
     if stream {
         body["stream"] = json!(true);
         body["stream_options"] = json!({ "include_usage": true });
@@ -175,6 +178,7 @@ mod tests {
             temperature: None,
             max_tokens: None,
             require_tool: false,
+            stop: Vec::new(),
         }
     }
 

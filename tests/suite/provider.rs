@@ -22,6 +22,7 @@ fn request() -> ChatRequest {
         temperature: Some(0.2),
         max_tokens: Some(64),
         require_tool: false,
+        stop: Vec::new(),
     }
 }
 
@@ -154,4 +155,35 @@ async fn a_failed_turn_leaves_the_history_unchanged() {
     let e = agent.process_message("two").await.unwrap_err();
     assert_eq!(e.to_string(), "the model API refused the request (HTTP 400): bad");
     assert_eq!(agent.history(), before.as_slice());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_stop_is_asked_again_without_it_from_then_on() {
+    let mock = MockLlm::start().await;
+    mock.push_all([
+        error(400, "Unsupported parameter: 'stop' is not supported with this model."),
+        text("first"),
+        text("second"),
+    ]);
+    let provider = client(&mock, 0, Duration::from_secs(5));
+    let mut with_stop = request();
+    with_stop.stop = vec!["\n\n#".into()];
+    assert_eq!(provider.chat(&with_stop).await.unwrap().content.as_deref(), Some("first"));
+    assert_eq!(provider.chat(&with_stop).await.unwrap().content.as_deref(), Some("second"));
+    let stops: Vec<Option<serde_json::Value>> = mock.requests().iter().map(|r| r.get("stop").cloned()).collect();
+    assert_eq!(stops, vec![Some(json!(["\n\n#"])), None, None], "sent once, then never again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_bad_request_to_a_request_with_stop_is_not_sent_again() {
+    let mock = MockLlm::start().await;
+    mock.push_all([error(400, "context length exceeded"), text("ok")]);
+    let provider = client(&mock, 3, Duration::from_secs(5));
+    let mut with_stop = request();
+    with_stop.stop = vec!["\n\n#".into()];
+    let e = provider.chat(&with_stop).await.unwrap_err();
+    assert!(matches!(e, LlmError::BadRequest { status: 400, .. }), "{e}");
+    assert_eq!(mock.request_count(), 1);
+    assert_eq!(provider.chat(&with_stop).await.unwrap().content.as_deref(), Some("ok"));
+    assert_eq!(mock.requests()[1]["stop"], json!(["\n\n#"]), "still sent: the server did not refuse it");
 }

@@ -214,9 +214,8 @@ impl Agent {
         // The flags of a first `keep` that left out a condition the task states.
         let mut before: Option<Vec<bool>> = None;
         for attempt in 0..2 {
-            let reply = self
-                .side_call("selection of a tool result's records", messages.clone(), Some(0.0), tokens, stats)
-                .await;
+            let reply =
+                self.code_call("selection of a tool result's records", name, messages.clone(), tokens, stats).await;
             let Some(code) = reply.as_deref().and_then(|r| python::code_of(r, name)) else {
                 self.note(
                     "records_selection",

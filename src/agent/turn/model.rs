@@ -36,6 +36,7 @@ impl Agent {
             temperature: self.opts.temperature,
             max_tokens: self.opts.max_tokens,
             require_tool: false,
+            stop: Vec::new(),
         }
     }
 

@@ -29,6 +29,7 @@ fn request() -> ChatRequest {
         temperature: None,
         max_tokens: None,
         require_tool: false,
+        stop: Vec::new(),
     }
 }
 

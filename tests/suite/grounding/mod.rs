@@ -3,6 +3,7 @@
 //! on a check, and read-only tools are retried when they fail for a passing reason.
 
 mod code_check;
+mod code_stop;
 mod commands;
 mod difference;
 mod edits;
