@@ -105,6 +105,39 @@ pub(super) fn memory_before_stores(remembered: &str, calls: &[CallRecord]) -> St
     text
 }
 
+/// The note of an answer request to a task that compares with the last check, when nothing was
+/// remembered before this run (`remembered` and the recalls before the turn's first store hold
+/// nothing, and `last_answered` is false: the routine never answered the task): this is the
+/// first check. Without it the 1.5B model answered "No, the version did not change since the
+/// last check" on a first run, without the version, and "It changed since the last time I
+/// checked" on another (bench/README.md, stop 47): the store this run made looked like the
+/// last check. With this note it gave the version in both. It holds for any value, not only a
+/// count the engine made (`first_check`).
+pub(super) fn first_check_note(
+    lang: Language,
+    task: &str,
+    remembered: &str,
+    calls: &[CallRecord],
+    last_answered: bool,
+) -> Option<&'static str> {
+    if last_answered || !asks_since_last(task) {
+        return None;
+    }
+    let before = memory_before_stores(remembered, calls);
+    if before.lines().any(|l| !l.trim().is_empty() && !l.starts_with("No memory matches")) {
+        return None;
+    }
+    Some(match lang {
+        Language::En => {
+            "(This is the first check: nothing was remembered before this run, so there is nothing to compare with \
+             yet. Give what the data shows now and say that this is the first check.)"
+        }
+        Language::Zh => {
+            "（这是第一次检查：本次运行之前没有记住任何内容，所以还没有可以比较的结果。请给出数据现在显示的内容，并说明这是第一次检查。）"
+        }
+    })
+}
+
 /// What the memory holds of the count of the last check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Remembered {
@@ -361,7 +394,7 @@ impl Agent {
     /// The routine's last answer to `task`, from the summary the engine stores after each turn
     /// (`turn:routine:NAME:TIME:...`, `Asked: TASK\nAnswered: ANSWER`): the newest whose question
     /// is this task. `None` outside a routine, without memory, or before the first answer.
-    fn last_answer(&self, task: &str) -> Option<String> {
+    pub(super) fn last_answer(&self, task: &str) -> Option<String> {
         let memory = self.memory.as_ref()?;
         let prefix = format!("turn:routine:{}:", self.routine.as_ref()?.name);
         let asked: String = task.trim().chars().take(150).collect();
@@ -431,6 +464,34 @@ impl Agent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(tool: &str, result: &str) -> CallRecord {
+        CallRecord { tool: tool.into(), arguments: "{}".into(), status: ToolStatus::Success, result: result.into() }
+    }
+
+    #[test]
+    fn a_comparison_with_the_last_check_with_nothing_remembered_is_noted_as_the_first_check() {
+        let task = "Read VERSION and tell me whether the version changed since your last check.";
+        let read = call("file_read", "2.4.1\n");
+        let stored = call("memory_store", "Stored `version` (core).");
+        let nothing = call("memory_recall", "No memory matches `version`.");
+        let note = first_check_note(Language::En, task, "", &[read.clone(), stored.clone()], false);
+        assert!(note.is_some_and(|n| n.contains("this is the first check")), "{note:?}");
+        assert!(first_check_note(Language::En, task, "", &[nothing, read.clone(), stored.clone()], false).is_some());
+        // Something remembered, a recall that found something, or an earlier answer: no note.
+        assert_eq!(
+            first_check_note(Language::En, task, "- version: 2.4.1\n", std::slice::from_ref(&read), false),
+            None
+        );
+        let found = call("memory_recall", "- version [core]: 2.4.1");
+        assert_eq!(first_check_note(Language::En, task, "", &[found, read.clone()], false), None);
+        assert_eq!(first_check_note(Language::En, task, "", std::slice::from_ref(&read), true), None);
+        // A recall after this run's own store finds that store: still the first check.
+        let after = call("memory_recall", "- version [core]: 2.4.1");
+        assert!(first_check_note(Language::En, task, "", &[read.clone(), stored, after], false).is_some());
+        // A task that compares with nothing earlier.
+        assert_eq!(first_check_note(Language::En, "Read VERSION and tell me the version.", "", &[read], false), None);
+    }
 
     #[test]
     fn a_task_that_compares_with_the_last_check_is_told_from_one_that_does_not() {

@@ -130,7 +130,18 @@ impl Agent {
                 let lacks = selected.is_none().then(|| super::difference::note(message, &seen, lang)).flatten();
                 let note = selected.map(|s| s.note.as_str()).or(lacks.as_deref()).or(commits.as_deref());
                 let picked = selected.is_some_and(|s| s.picked) || newest_named;
-                evidence::messages(message, &calls, lang, now, &remembered, note, picked).map(|m| {
+                // A comparison with the last check where nothing was remembered (`since_last.rs`).
+                let first_check = super::since_last::asks_since_last(message)
+                    .then(|| {
+                        let answered = self.last_answer(message).is_some();
+                        super::since_last::first_check_note(lang, message, &remembered, &calls_made, answered)
+                    })
+                    .flatten();
+                let note = match (note, first_check) {
+                    (Some(n), Some(f)) => Some(format!("{n}\n\n{f}")),
+                    (n, f) => n.or(f).map(str::to_string),
+                };
+                evidence::messages(message, &calls, lang, now, &remembered, note.as_deref(), picked).map(|m| {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })
             } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {

@@ -9,6 +9,7 @@ mod difference;
 mod edits;
 mod failures;
 mod first_call;
+mod first_check;
 mod git_counts;
 mod held;
 mod hygiene;
