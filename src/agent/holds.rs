@@ -3,7 +3,8 @@
 //! made again over what was written since, a copy or a list of every line, a list of other
 //! lines than the task asks about, a write before the task's files were read (each kind once
 //! per turn; a held list made again gets its answer again), an edit that would not make the
-//! change asked for, and a write elsewhere than the file the task names (every time).
+//! change asked for, and a write elsewhere than the file the task names (every time; made
+//! again after the reads, the engine makes it to the named file: [`Agent::redirected`]).
 
 use super::events::{CallRecord, ToolStatus, TurnStats};
 use super::grounding::FirstCallRule;
@@ -225,6 +226,48 @@ impl Agent {
 
     /// The answer to a `file_write` of a routine turn to a path other than the file the task
     /// names (`write_check::elsewhere_held`); noted.
+    /// The call the engine makes in place of `call` (noted), with the path it names: a write
+    /// elsewhere than the file the task names (`write_check::elsewhere_held`), made again word
+    /// for word after it was held, once every file the task names that exists was read and a
+    /// call of the turn succeeded. Told "Call this instead: file_write {... "path":
+    /// "failing.txt"}", the 1.5B model wrote `reports/failing.txt` six times in one turn, before
+    /// and after it read the tests (bench/README.md, stop 47); the content stays the model's
+    /// and goes through every other hold, and the policy, like any call. A write before the reads
+    /// is not made for it: that is a guess.
+    pub(super) fn redirected(
+        &self,
+        task: &str,
+        call: &ToolCall,
+        calls: &[CallRecord],
+        ctx: &crate::tools::ToolContext,
+    ) -> Option<(ToolCall, String)> {
+        self.routine.as_ref()?;
+        let held =
+            |c: &CallRecord| c.status == ToolStatus::Refused && c.tool == call.name && c.arguments == call.arguments;
+        if !calls.iter().any(held) || !calls.iter().any(|c| c.status == ToolStatus::Success) {
+            return None;
+        }
+        let write_check::Held::Elsewhere { named, path, .. } =
+            write_check::elsewhere_held(task, &call.name, &call.arguments)?
+        else {
+            return None;
+        };
+        if !named::unread_before(task, calls, ctx, &call.arguments).is_empty() {
+            return None;
+        }
+        let mut args: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+        args["path"] = serde_json::Value::String(named.clone());
+        self.note(
+            "write_redirected",
+            &format!("{}: the write to `{path}` made again; made to `{named}`, the file the task names", call.name),
+        );
+        let said = match self.opts.language {
+            crate::config::Language::En => format!("(Written to `{named}`, the file the task names, not `{path}`.)"),
+            crate::config::Language::Zh => format!("（已写入任务指定的文件 `{named}`，而不是 `{path}`。）"),
+        };
+        Some((ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: args.to_string() }, said))
+    }
+
     fn held_elsewhere(&self, task: &str, call: &ToolCall) -> Option<String> {
         self.routine.as_ref()?;
         let held = write_check::elsewhere_held(task, &call.name, &call.arguments)?;

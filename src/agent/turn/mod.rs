@@ -451,6 +451,9 @@ impl Agent {
                 }
             }
             for call in &calls {
+                // A held write elsewhere made again goes to the file the task names (`holds.rs`).
+                let redirected = self.redirected(message, call, &calls_made, &ctx);
+                let call = redirected.as_ref().map_or(call, |(c, _)| c);
                 let held =
                     self.hold(message, call, &calls_made, &ctx, (first, &specs), &mut held_sent, &mut stats).await;
                 let (text, outcome) = match held {
@@ -470,9 +473,12 @@ impl Agent {
                         self.record_held(call, &text)
                     }
                     None => {
-                        let (text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
+                        let (mut text, outcome) = self.execute(call, &ctx, &mut ledger, status).await?;
                         if outcome == ToolStatus::Success {
                             withdrawn.clear();
+                            if let Some((_, said)) = &redirected {
+                                text = format!("{said} {text}");
+                            }
                         }
                         (text, outcome)
                     }
