@@ -98,8 +98,9 @@ impl Newest {
 }
 
 /// For a task that asks about the last, latest or newest commit or change (not a time window,
-/// not a count), when the turn's one successful call is a `git log` in its default format that
-/// shows two commits or more: the newest of them, which the log lists first.
+/// not a count), when the turn's one successful call, or the one `git log` of a file the task
+/// names among several, is a `git log` in its default format that shows two commits or more:
+/// the newest of them, which the log lists first.
 pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
     let lower = task.to_lowercase();
     const NEWEST: [&str; 8] = ["last", "latest", "most recent", "newest", "recently", "最近一次", "最新", "最后一次"];
@@ -115,7 +116,20 @@ pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
         return None;
     }
     let ok: Vec<&CallRecord> = calls.iter().filter(|c| c.status == ToolStatus::Success).collect();
-    let [call] = ok[..] else { return None };
+    let call = match ok[..] {
+        [call] => call,
+        // Of several calls, the one `git log` of a file the task names: the 1.5B model ran
+        // `git log -1 --oneline` (the repository's last commit) before `git log -- billing.py`,
+        // and named the older of billing.py's two commits (bench/README.md, stop 47).
+        _ => {
+            let own = super::named::own_paths(task);
+            let names_one = |log: &GitLog| log.argv[log.log + 1..].iter().any(|a| own.iter().any(|p| p == a));
+            let of_file: Vec<&CallRecord> =
+                ok.iter().copied().filter(|c| git_log(c).is_some_and(|l| names_one(&l))).collect();
+            let [call] = of_file[..] else { return None };
+            call
+        }
+    };
     let command = git_log(call)?.command;
     if commit_headers(&call.result) < 2 {
         return None;
@@ -151,6 +165,22 @@ mod tests {
     }
 
     const TWO: &str = "commit 9189f45aae1a2cb1\nAuthor: Lukas Weber <lukas@example.com>\nDate:   Fri Nov 27 09:51:32 2026 +0000\n\n    Fix tax rounding\n\n billing.py | 2 +-\n\ncommit f33c71b7f82d0aba\nAuthor: Priya Shah <priya@example.com>\nDate:   Tue Nov 24 09:51:32 2026 +0000\n\n    Add billing module\n";
+
+    #[test]
+    fn of_several_calls_the_log_of_the_file_the_task_names_gives_the_newest() {
+        let task = "Who made the last change to billing.py?";
+        let repo = shell("git log -1 --oneline", "f4433c0 Typo in docs\n");
+        let file = shell("git log -- billing.py", TWO);
+        let newest = newest(task, &[repo.clone(), file.clone()]).unwrap();
+        assert!(
+            newest
+                .note(Language::En)
+                .starts_with("(`git log -- billing.py` lists the newest commit first: 9189f45 by Lukas Weber")
+        );
+        // Two logs of the file, or none: no pick.
+        assert_eq!(super::newest(task, &[file.clone(), shell("git log --stat billing.py", TWO)]), None);
+        assert_eq!(super::newest(task, &[repo, shell("git log -3", TWO)]), None);
+    }
 
     #[test]
     fn the_newest_commit_of_a_log_is_named_for_a_task_about_the_last_change() {

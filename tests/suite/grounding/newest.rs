@@ -110,3 +110,34 @@ async fn the_newest_commit_named_by_the_engine_needs_no_worked_comparison() {
     assert_eq!(reqs[2]["messages"].as_array().unwrap().len(), 2, "the system prompt and the request only");
     mock.assert_clean();
 }
+
+/// The repository's last commit first, then the log of the file the task names (as the local
+/// model ran them): the note names the newest commit of the file's log, the one the task means.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_logs_the_one_of_the_named_file_gives_the_newest_commit() {
+    let mock = MockLlm::start().await;
+    let p = billing_repo(&mock, "Who made the last change to billing.py?");
+    p.write("docs.md", "a\n");
+    super::git(p.path(), &["add", "docs.md"], &[]);
+    super::git(
+        p.path(),
+        &["-c", "user.name=Tom Berg", "-c", "user.email=tom@example.com", "commit", "-q", "-m", "Add docs"],
+        &[],
+    );
+    mock.push_all([
+        tool_call("shell", json!({"command": "git log -1 --oneline"})),
+        tool_call("shell", json!({"command": "git log -- billing.py"})),
+        text("Priya Shah"),
+        text("ANSWER: Lukas Weber"),
+    ]);
+    let o = p.run_async(["run", "who", "--json"]).await;
+    assert_eq!(o.json()["output"], "Lukas Weber", "{}", o.stdout);
+    let reqs = mock.requests();
+    assert_eq!(reqs.len(), 4, "two calls, the answer in the turn, the answer from the evidence");
+    let answer = crate::common::last_message(&reqs[3])["content"].as_str().unwrap().to_string();
+    assert!(answer.contains("Add docs"), "the repository's last commit is still in the data: {answer}");
+    let note = answer.lines().find(|l| l.contains("lists the newest commit first")).unwrap_or_default().to_string();
+    assert!(note.starts_with("(`git log -- billing.py` lists the newest commit first: "), "{answer}");
+    assert!(note.contains(" by Lukas Weber, ") && note.ends_with(": Fix tax rounding.)"), "{note}");
+    mock.assert_clean();
+}
