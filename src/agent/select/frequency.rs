@@ -35,18 +35,42 @@ pub(super) fn counts_per(task: &str, records: &Records<'_>) -> bool {
     }
 }
 
-/// The code request's instruction for [`counts_per`].
-pub(super) fn instruction(shape: Shape) -> &'static str {
+/// The code request's instruction for [`counts_per`]. It names what the task counts per in the
+/// task's own word when it has one ("Which endpoint ... has the most server errors": the
+/// endpoint); given the examples "a user, an address, a name" there, the 1.5B model returned
+/// `'user'` for every GET line and `'address'` for every POST line, and told "the endpoint" alone
+/// it returned the method; told to return the part of the line that names it, the path
+/// (bench/README.md, stop 47).
+pub(super) fn instruction(task: &str, shape: Shape) -> String {
+    let per = match subject(task) {
+        Some(subject) => format!("(here: the {subject}; return the part of the line that names it)"),
+        None => "(a user, an address, a name)".to_string(),
+    };
     match shape {
-        Shape::Lines => {
+        Shape::Lines => format!(
             "Write a Python function `key(line: str) -> str` that returns, for one line the task counts, the value it \
-             counts them per (a user, an address, a name), or None for a line the task does not count."
-        }
-        _ => {
-            "Write a Python function `key(item: dict) -> str` that returns, for one item the task counts, the value it \
-             counts them per (a field's value), or None for an item the task does not count."
-        }
+             counts them per {per}, or None for a line the task does not count."
+        ),
+        _ => "Write a Python function `key(item: dict) -> str` that returns, for one item the task counts, the value \
+              it counts them per (a field's value), or None for an item the task does not count."
+            .to_string(),
     }
+}
+
+/// What a task asks the most of something per, in its own words after "which" or "what": one
+/// or two words before a verb, a preposition or an article ("Which endpoint in api.log has",
+/// "Which IP address made"). `None` when there is none ("Who had the most failed logins?").
+fn subject(task: &str) -> Option<String> {
+    const STOP: [&str; 26] = [
+        "in", "of", "on", "at", "from", "for", "to", "with", "the", "a", "an", "has", "had", "have", "made", "makes",
+        "is", "was", "are", "were", "did", "does", "do", "got", "saw", "sent",
+    ];
+    let lower = task.to_lowercase();
+    let words: Vec<&str> =
+        lower.split(|c: char| !(c.is_alphanumeric() || c == '-')).filter(|w| !w.is_empty()).collect();
+    let at = words.iter().position(|w| *w == "which" || *w == "what")?;
+    let named: Vec<&str> = words[at + 1..].iter().take_while(|w| !STOP.contains(w)).take(3).copied().collect();
+    (1..=2).contains(&named.len()).then(|| named.join(" "))
 }
 
 /// Each key with how many records gave it, most first (ties in the order first seen).
@@ -95,6 +119,21 @@ mod tests {
         let csv = Records::of_lines_from("name,orders\nana,4\nben,9\ncai,2\n", 3, true).unwrap();
         assert!(!counts_per("Which customer has the most orders?", &csv), "a field");
         assert!(counts_per("哪个用户的失败登录次数最多？", &lines));
+    }
+
+    #[test]
+    fn the_function_is_asked_for_the_value_the_task_names() {
+        assert_eq!(subject("Which endpoint in api.log has the most server errors (5xx)?").as_deref(), Some("endpoint"));
+        assert_eq!(subject("Which IP address made the most requests?").as_deref(), Some("ip address"));
+        assert_eq!(subject("Which user had the most failed logins in auth.log?").as_deref(), Some("user"));
+        assert_eq!(subject("Who had the most failed logins?"), None);
+        assert_eq!(subject("Which of the hosts sent the most alerts?"), None);
+        let ask = instruction("Which endpoint in api.log has the most server errors (5xx)?", Shape::Lines);
+        assert!(
+            ask.contains("counts them per (here: the endpoint; return the part of the line that names it), or None"),
+            "{ask}"
+        );
+        assert!(instruction("Who had the most failed logins?", Shape::Lines).contains("(a user, an address, a name)"));
     }
 
     #[test]

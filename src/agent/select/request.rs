@@ -18,8 +18,9 @@ pub(super) fn request(
     // The records are what a tool returned, fenced like every outside text in a prompt (SPEC §8).
     let shown = crate::routine::template::fence(shown);
     let ask_kind = ask;
+    let per_value_ask = per_value.then(|| frequency::instruction(task, shape));
     let ask = match (ask, shape) {
-        _ if per_value => frequency::instruction(shape),
+        _ if per_value => per_value_ask.as_deref().unwrap_or_default(),
         (Ask::Least | Ask::Most, Shape::Lines) => {
             "Write a Python function `value(line: str) -> float` that returns the number the task compares, for one \
              line (a date as it is written), or None for a line without one."

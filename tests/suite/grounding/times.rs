@@ -240,7 +240,13 @@ Nov 27 09:06:30 sshd: Failed password for bob from 203.0.113.9\nNov 27 09:07:45 
     let o = p.run_async(["run", "task", "--json"]).await;
     assert_eq!(o.json()["output"], "bob, with 3 failed logins.", "{}", o.stdout);
     let reqs = mock.requests();
-    assert!(super::last_text(&reqs[1]).contains("the value it counts them per"), "{}", super::last_text(&reqs[1]));
+    // The task's own word for what it counts per, not examples the model copies (stop 47).
+    assert!(
+        super::last_text(&reqs[1])
+            .contains("the value it counts them per (here: the user; return the part of the line that names it)"),
+        "{}",
+        super::last_text(&reqs[1])
+    );
     let answer = super::last_text(&reqs[2]);
     assert!(answer.contains("(Counted per value in `auth.log`: bob: 3, root: 2. The most: bob, with 3.)"), "{answer}");
     mock.assert_clean();
