@@ -36,6 +36,7 @@ pub mod prompt;
 mod python;
 mod questions;
 mod quoted;
+mod read_value;
 mod record;
 mod records;
 mod reply;

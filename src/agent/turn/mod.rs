@@ -354,6 +354,11 @@ impl Agent {
                         ))
                     } else if looked && super::questions::count(message) >= 2 {
                         Some(("questions_reask", "the turn answered a task of several questions itself"))
+                    } else if super::read_value::contradicted(message, &calls_made, text) {
+                        Some((
+                            "read_value_reask",
+                            "the turn's answer gives what the task asks about another number than this run read",
+                        ))
                     } else {
                         None
                     };

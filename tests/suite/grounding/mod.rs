@@ -21,6 +21,7 @@ mod newest;
 mod numbers;
 mod payload;
 mod ranges;
+mod read_value;
 mod redirect;
 mod retries;
 mod runs;

@@ -1,0 +1,131 @@
+//! An answer whose number for what the task asks about is not the one this run read. "Read
+//! stock.txt and tell me how many widgets we have and how that compares with the last time":
+//! on its second run the 1.5B model read `widgets: 35`, recalled its earlier answer, and
+//! answered "We have 40 widgets. We have 5 widgets more than the last time we checked."
+//! (bench/README.md, stop 47). When a word of the task is given one number by this run's reads
+//! (`widgets: 35`, `widgets=35`; a file, a command or a page, not the memory), and the turn's
+//! answer gives that word numbers (`40 widgets`, `widgets: 40`) none of which is it, the answer
+//! is asked from the evidence instead, where the reads and what was remembered stand apart.
+
+use super::events::{CallRecord, ToolStatus};
+
+/// The tools whose results are this run's reads of the world (memory is what earlier runs said).
+const READS: [&str; 3] = ["file_read", "shell", "http_request"];
+
+/// Whether `answer` gives a word of `task` numbers, none of them the one number this run's
+/// reads (`calls`) give that word.
+pub(super) fn contradicted(task: &str, calls: &[CallRecord], answer: &str) -> bool {
+    let subjects: Vec<String> =
+        words(task).filter(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic)).collect();
+    let reads: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.status == ToolStatus::Success && READS.contains(&c.tool.as_str()))
+        .map(|c| c.result.as_str())
+        .collect();
+    subjects.iter().any(|subject| {
+        let mut read: Vec<String> = reads.iter().flat_map(|r| labelled(r, subject)).collect();
+        read.sort();
+        read.dedup();
+        let [value] = &read[..] else { return false };
+        let said = stated(answer, subject);
+        !said.is_empty() && !said.contains(value)
+    })
+}
+
+/// The lowercase words of `text`.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+/// The numbers `text` labels with `word` at the start of a line: `widgets: 35`, `widgets = 35`,
+/// `widgets 35`.
+fn labelled(text: &str, word: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim().to_lowercase();
+            let rest = line.strip_prefix(word)?;
+            let rest = rest.trim_start_matches([' ', ':', '=', '\t']);
+            let number: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            let after = rest[number.len()..].chars().next();
+            (!number.is_empty() && after.is_none_or(|c| !c.is_alphanumeric())).then(|| normal(&number))
+        })
+        .collect()
+}
+
+/// The numbers `answer` gives `word`: a number right before it (`40 widgets`) or right after it
+/// and a colon or an equals sign (`widgets: 40`).
+fn stated(answer: &str, word: &str) -> Vec<String> {
+    let lower = answer.to_lowercase().replace(',', "");
+    let tokens: Vec<&str> = lower.split_whitespace().collect();
+    let mut out = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        let bare = token.trim_matches(|c: char| !c.is_alphanumeric());
+        if bare != word {
+            continue;
+        }
+        let number = |t: &str| {
+            let t = t.trim_matches(|c: char| !(c.is_ascii_digit() || c == '.')).trim_end_matches('.');
+            (!t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.')).then(|| normal(t))
+        };
+        if let Some(n) = i.checked_sub(1).and_then(|b| number(tokens[b])) {
+            out.push(n);
+        }
+        if token.ends_with([':', '=']) {
+            if let Some(n) = tokens.get(i + 1).and_then(|t| number(t)) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// A number as compared: without leading zeros or a trailing `.0`.
+fn normal(number: &str) -> String {
+    let n = number.trim_end_matches('.');
+    let n = n.strip_suffix(".0").unwrap_or(n);
+    let trimmed = n.trim_start_matches('0');
+    if trimmed.is_empty() || trimmed.starts_with('.') { format!("0{trimmed}") } else { trimmed.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(tool: &str, result: &str) -> CallRecord {
+        CallRecord { tool: tool.into(), arguments: "{}".into(), status: ToolStatus::Success, result: result.into() }
+    }
+
+    const TASK: &str =
+        "Read stock.txt and tell me how many widgets we have and how that compares with the last time you checked.";
+
+    #[test]
+    fn an_answer_that_gives_the_subject_another_number_than_the_read_is_contradicted() {
+        let calls = [
+            read("file_read", "widgets: 35\ngadgets: 12\n"),
+            read("memory_recall", "- stock [core]: widgets: 40 gadgets: 12"),
+        ];
+        assert!(contradicted(
+            TASK,
+            &calls,
+            "We have 40 widgets.\nWe have 5 widgets more than the last time we checked."
+        ));
+        assert!(contradicted(TASK, &calls, "widgets: 40"));
+        assert!(!contradicted(TASK, &calls, "We have 35 widgets, 5 fewer than the 40 last time."));
+        assert!(!contradicted(TASK, &calls, "We have 35 widgets."));
+        assert!(!contradicted(TASK, &calls, "The stock went down since the last check."), "no number for it");
+        // Only this run's reads count: a number the memory holds is no read.
+        let remembered = [read("memory_recall", "widgets: 40")];
+        assert!(!contradicted(TASK, &remembered, "We have 35 widgets."));
+        // Two numbers read for the word: no one value to hold the answer to.
+        let two = [read("file_read", "widgets: 35\n"), read("shell", "widgets: 30\n")];
+        assert!(!contradicted(TASK, &two, "We have 40 widgets."));
+    }
+
+    #[test]
+    fn numbers_are_read_as_labels_and_compared_as_numbers() {
+        assert_eq!(labelled("widgets: 35\nwidgets_total: 9\nwidgetsx 3\n  widgets=007\n", "widgets"), ["35", "7"]);
+        assert_eq!(stated("We have 1,200 widgets; widgets: 35.", "widgets"), ["1200", "35"]);
+        assert_eq!(normal("35.0"), "35");
+        assert_eq!(normal("0.5"), "0.5");
+    }
+}
