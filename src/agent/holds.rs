@@ -8,7 +8,7 @@
 
 use super::events::{CallRecord, ToolStatus, TurnStats};
 use super::grounding::FirstCallRule;
-use super::{Agent, edit_check, named, write_check};
+use super::{Agent, edit_check, named, read_value, write_check};
 use crate::llm::{ToolCall, ToolSpec};
 
 /// The holds of a turn's writes sent so far, each kind once per turn (`Agent::held_write`).
@@ -73,6 +73,20 @@ impl Agent {
         {
             self.note("write_held", &format!("{}: its content is an earlier write's result; not run", call.name));
             return Some(write_check::message(self.opts.language, &receipt, None));
+        }
+        // A memory that gives what the task asks about another number than this run read.
+        if self.routine.is_some()
+            && call.name == "memory_store"
+            && let Some(content) = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .ok()
+                .and_then(|a| a.get("content").and_then(|c| c.as_str()).map(str::to_string))
+            && let Some((word, value)) = read_value::contradiction(task, calls, &content)
+        {
+            self.note(
+                "write_held",
+                &format!("memory_store: its content gives {word} another number than this run read ({value}); not run"),
+            );
+            return Some(read_value::held_message(self.opts.language, &word, &value));
         }
         if let Some(text) = self.held_edit(task, call, ctx, sent) {
             return Some(text);

@@ -5,7 +5,9 @@
 //! (bench/README.md, stop 47). When a word of the task is given one number by this run's reads
 //! (`widgets: 35`, `widgets=35`; a file, a command or a page, not the memory), and the turn's
 //! answer gives that word numbers (`40 widgets`, `widgets: 40`) none of which is it, the answer
-//! is asked from the evidence instead, where the reads and what was remembered stand apart.
+//! is asked from the evidence instead, where the reads and what was remembered stand apart. A
+//! `memory_store` of such a content is not run (`holds.rs`): the model had stored "We have 40
+//! widgets." over its store of `widgets: 35`, and the next run would have compared with 40.
 
 use super::events::{CallRecord, ToolStatus};
 
@@ -15,6 +17,12 @@ const READS: [&str; 3] = ["file_read", "shell", "http_request"];
 /// Whether `answer` gives a word of `task` numbers, none of them the one number this run's
 /// reads (`calls`) give that word.
 pub(super) fn contradicted(task: &str, calls: &[CallRecord], answer: &str) -> bool {
+    contradiction(task, calls, answer).is_some()
+}
+
+/// The word of `task` and the one number this run's reads give it, when `text` gives that word
+/// only other numbers (see [`contradicted`]).
+pub(super) fn contradiction(task: &str, calls: &[CallRecord], text: &str) -> Option<(String, String)> {
     let subjects: Vec<String> =
         words(task).filter(|w| w.chars().count() >= 3 && w.chars().all(char::is_alphabetic)).collect();
     let reads: Vec<&str> = calls
@@ -22,14 +30,28 @@ pub(super) fn contradicted(task: &str, calls: &[CallRecord], answer: &str) -> bo
         .filter(|c| c.status == ToolStatus::Success && READS.contains(&c.tool.as_str()))
         .map(|c| c.result.as_str())
         .collect();
-    subjects.iter().any(|subject| {
+    subjects.iter().find_map(|subject| {
         let mut read: Vec<String> = reads.iter().flat_map(|r| labelled(r, subject)).collect();
         read.sort();
         read.dedup();
-        let [value] = &read[..] else { return false };
-        let said = stated(answer, subject);
-        !said.is_empty() && !said.contains(value)
+        let [value] = &read[..] else { return None };
+        let said = stated(text, subject);
+        (!said.is_empty() && !said.contains(value)).then(|| (subject.clone(), value.clone()))
     })
+}
+
+/// What a `memory_store` whose content is such a contradiction gets back instead of running.
+pub(super) fn held_message(lang: crate::config::Language, word: &str, value: &str) -> String {
+    match lang {
+        crate::config::Language::En => format!(
+            "not run: this run read {word}: {value}, and this content gives {word} another number (an earlier run's?). Store what this run read."
+        ),
+        crate::config::Language::Zh => {
+            format!(
+                "未执行：本次运行读到的 {word} 是 {value}，而这段内容给出了另一个数字（之前某次运行的？）。请存储本次运行读到的内容。"
+            )
+        }
+    }
 }
 
 /// The lowercase words of `text`.

@@ -167,3 +167,29 @@ async fn a_memory_store_of_an_earlier_stores_receipt_is_never_run() {
     let ok = ToolStatus::Success;
     assert_eq!(statuses, [ok, ok, ToolStatus::Refused, ToolStatus::Refused]);
 }
+
+/// On its second run the local model recalled its earlier answer and stored "We have 40
+/// widgets." over the 35 it had just read: the next run would have compared with 40. A memory
+/// that gives what the task asks about another number than this run read is not stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_with_another_number_than_this_run_read_is_held() {
+    let h = Harness::new().await;
+    h.write("stock.txt", "widgets: 35\ngadgets: 12\n");
+    h.mock.push_all([
+        tool_call("file_read", json!({"path": "stock.txt"})),
+        tool_call("memory_store", json!({"key": "stock", "content": "We have 40 widgets."})),
+        tool_call("memory_store", json!({"key": "stock", "content": "widgets: 35"})),
+        text("We have 35 widgets."),
+    ]);
+    let mut agent = routine_agent(&h, Autonomy::Supervised);
+    assert_eq!(agent.process_message(STOCK).await.unwrap(), "We have 35 widgets.");
+    let stored: Vec<String> = h.memory.recall("widgets", 5).unwrap().into_iter().map(|m| m.content).collect();
+    assert!(stored.contains(&"widgets: 35".to_string()), "{stored:?}");
+    assert!(!stored.iter().any(|m| m.contains("40")), "the earlier run's number was not stored: {stored:?}");
+    let reqs = h.mock.requests();
+    let held = &reqs[2]["messages"].as_array().unwrap().last().unwrap()["content"];
+    assert_eq!(
+        held,
+        "[failed] not run: this run read widgets: 35, and this content gives widgets another number (an earlier run's?). Store what this run read."
+    );
+}
