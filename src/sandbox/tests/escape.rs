@@ -263,7 +263,9 @@ pub(super) async fn a_one_process_call_cannot_start_another(sandbox: &Sandbox) {
         ("src/pipe.txt", "echo x | tee src/pipe.txt"),
         (
             "src/forked.txt",
-            "exec python3 -c 'import os\nif os.fork() == 0: open(\"src/forked.txt\", \"w\").write(\"x\")'",
+            // The parent waits for its child: one that exits first ends the call, and the child
+            // with it, before it may have written (a race under load).
+            "exec python3 -c 'import os\npid = os.fork()\nif pid == 0: open(\"src/forked.txt\", \"w\").write(\"x\")\nelse: os.waitpid(pid, 0)'",
         ),
         (
             "src/thread.txt",
