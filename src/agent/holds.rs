@@ -76,11 +76,7 @@ impl Agent {
         }
         // A memory that gives what the task asks about another number than this run read.
         if self.routine.is_some()
-            && call.name == "memory_store"
-            && let Some(content) = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                .ok()
-                .and_then(|a| a.get("content").and_then(|c| c.as_str()).map(str::to_string))
-            && let Some((word, value)) = read_value::contradiction(task, calls, &content)
+            && let Some((word, value)) = read_value::stored_contradiction(task, &call.name, &call.arguments, calls)
         {
             self.note(
                 "write_held",
@@ -238,8 +234,6 @@ impl Agent {
         Some(edit_check::message(self.opts.language, &held))
     }
 
-    /// The answer to a `file_write` of a routine turn to a path other than the file the task
-    /// names (`write_check::elsewhere_held`); noted.
     /// The call the engine makes in place of `call` (noted), with the path it names: a write
     /// elsewhere than the file the task names (`write_check::elsewhere_held`), made again word
     /// for word after it was held, once every file the task names that exists was read and a
@@ -282,6 +276,8 @@ impl Agent {
         Some((ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: args.to_string() }, said))
     }
 
+    /// The answer to a `file_write` of a routine turn to a path other than the file the task
+    /// names (`write_check::elsewhere_held`); noted.
     fn held_elsewhere(&self, task: &str, call: &ToolCall) -> Option<String> {
         self.routine.as_ref()?;
         let held = write_check::elsewhere_held(task, &call.name, &call.arguments)?;

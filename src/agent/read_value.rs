@@ -40,6 +40,20 @@ pub(super) fn contradiction(task: &str, calls: &[CallRecord], text: &str) -> Opt
     })
 }
 
+/// [`contradiction`] of the content of a `memory_store` call of `tool` with `arguments`.
+pub(super) fn stored_contradiction(
+    task: &str,
+    tool: &str,
+    arguments: &str,
+    calls: &[CallRecord],
+) -> Option<(String, String)> {
+    if tool != "memory_store" {
+        return None;
+    }
+    let args: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    contradiction(task, calls, args.get("content")?.as_str()?)
+}
+
 /// What a `memory_store` whose content is such a contradiction gets back instead of running.
 pub(super) fn held_message(lang: crate::config::Language, word: &str, value: &str) -> String {
     match lang {
