@@ -9,4 +9,5 @@ mod files;
 mod provider;
 mod records;
 mod scene;
+mod schedule_limits;
 mod shell;
