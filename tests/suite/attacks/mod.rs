@@ -3,6 +3,7 @@
 //! files and mail delivered, in the logs, or in the next request the model received; each
 //! has a benign counterpart that must still work.
 
+mod approach;
 mod channels;
 mod engine_files;
 mod files;
