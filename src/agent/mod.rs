@@ -264,7 +264,7 @@ impl Agent {
 
     pub fn set_routine_name(&mut self, name: &str) {
         let silent_token = self.routine.as_ref().and_then(|r| r.silent_token.clone());
-        self.routine = Some(RoutineContext { name: name.to_string(), silent_token, approach: None });
+        self.routine = Some(RoutineContext { name: name.to_string(), silent_token, approach: Vec::new() });
     }
 
     /// The silent token of the routine (a reply equal to it delivers nothing).
@@ -442,7 +442,10 @@ impl Agent {
         let mut routine = self.routine.clone();
         if let Some(r) = routine.as_mut() {
             if let Some(m) = &self.memory {
-                r.approach = m.get(&approach_key(&r.name)).ok().flatten().map(|e| e.content);
+                // Only names of the tools offered now, whatever the entry holds (`approach.rs`).
+                let offered: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+                let stored = m.get(&approach_key(&r.name)).ok().flatten();
+                r.approach = stored.map(|e| approach::offered_steps(&e.content, &offered)).unwrap_or_default();
             }
             // The silent rule is stated only for tasks that mention the
             // token: small models otherwise answer with it instead of

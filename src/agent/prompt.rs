@@ -64,8 +64,9 @@ pub struct LoadedSkill {
 pub struct RoutineContext {
     pub name: String,
     pub silent_token: Option<String>,
-    /// A previously successful approach (memory `routine:<name>:approach`).
-    pub approach: Option<String>,
+    /// The tools a previously successful run called, in order (memory
+    /// `routine:<name>:approach`): names of tools offered to this run, nothing else.
+    pub approach: Vec<String>,
 }
 
 pub struct PromptInput<'a> {
@@ -158,8 +159,12 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
                 "When the task finds nothing worth reporting, reply with exactly {token} and nothing else: that reply delivers nothing."
             );
         }
-        if let Some(a) = &r.approach {
-            let _ = writeln!(s, "An approach that worked before (try it first):\n{}", excerpt(a, 1_000));
+        if !r.approach.is_empty() {
+            let _ = writeln!(
+                s,
+                "An approach that worked before (try it first): the last successful run called {}.",
+                r.approach.join(", then ")
+            );
         }
     }
     s
@@ -232,7 +237,7 @@ mod tests {
         let r = RoutineContext {
             name: "daily-report".into(),
             silent_token: Some("NO_REPLY".into()),
-            approach: Some("Run git log first.".into()),
+            approach: vec!["shell".into(), "file_read".into()],
         };
         let routine = system_prompt(&input(&[], Some(&r)));
         let pos = positions(&routine);
@@ -240,7 +245,9 @@ mod tests {
         assert!(pos.windows(2).all(|w| w[0] < w[1]));
         assert!(routine.contains("You are running the routine `daily-report` unattended"));
         assert!(routine.contains("reply with exactly NO_REPLY and nothing else"));
-        assert!(routine.contains("Run git log first."));
+        assert!(routine.contains(
+            "An approach that worked before (try it first): the last successful run called shell, then file_read.\n"
+        ));
         assert!(routine.contains("stop and report exactly what failed"));
         assert!(!routine.contains("## Skills"));
     }

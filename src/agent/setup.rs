@@ -16,7 +16,8 @@ use crate::routine::Routine;
 use crate::sandbox::{Sandbox, SandboxPolicy};
 use crate::skills::{Catalog, SkillError};
 use crate::tools::{
-    Registry, Schedule, ScheduleScope, ShellSandbox, ShellSettings, SkillTool, Tool, safe_env, tool_names,
+    Registry, Schedule, ScheduleScope, ShellSandbox, ShellSettings, SkillTool, Tool, own_recipients, safe_env,
+    tool_names,
 };
 
 /// Why an agent could not be assembled.
@@ -47,6 +48,14 @@ impl AgentSetup<'_> {
     /// grants of its `agent.tools` and `agent.allow_commands`. Fails when the workspace cannot
     /// be used, or a skill the routine names cannot be read.
     pub fn build(&self, routine: Option<&Routine>) -> Result<Agent, SetupError> {
+        self.build_fired(routine, false)
+    }
+
+    /// [`AgentSetup::build`] for a run whose trigger came from outside (`outside`: a webhook
+    /// request or a file event, whose data an outsider wrote): such a run gets the `schedule`
+    /// tool only with the routine's `agent.schedule_from_triggers`, so untrusted input creates
+    /// no routine that outlives the run.
+    pub fn build_fired(&self, routine: Option<&Routine>, outside: bool) -> Result<Agent, SetupError> {
         let c = self.config;
         let o = routine.map(|r| &r.spec.agent);
         let model = o.and_then(|o| o.model.clone()).unwrap_or_else(|| self.model.to_string());
@@ -75,11 +84,15 @@ impl AgentSetup<'_> {
         if !catalog.is_empty() {
             tools.add(SkillTool::new(catalog.clone()));
         }
-        if routine.is_none() || listed.is_some_and(|l| l.iter().any(|t| t == Schedule::NAME)) {
+        let untrusted = outside && !o.is_some_and(|o| o.schedule_from_triggers);
+        if !untrusted && (routine.is_none() || listed.is_some_and(|l| l.iter().any(|t| t == Schedule::NAME))) {
+            let targets: Vec<_> =
+                routine.iter().flat_map(|r| r.spec.deliver.iter().chain(&r.spec.on_failure.deliver)).collect();
             tools.add(Schedule::new(ScheduleScope {
                 config: Arc::new(c.clone()),
                 creator: routine.map_or_else(|| "routines chat".to_string(), |r| format!("routine `{}`", r.name)),
                 commands: o.map(|o| o.allow_commands.clone()).unwrap_or_default(),
+                recipients: own_recipients(&targets),
             }));
         }
         if let Some(list) = listed {

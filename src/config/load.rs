@@ -370,6 +370,19 @@ fn resolve(
     if raw.limits.queue_window == Some(0) {
         problem(&["limits", "queue_window"], "queue_window must be at least 1".into(), None);
     }
+    if raw.limits.min_agent_interval.get() < std::time::Duration::from_secs(1) {
+        problem(
+            &["limits", "min_agent_interval"],
+            format!("min_agent_interval {} is shorter than 1s", raw.limits.min_agent_interval),
+            Some("the default is 15m".into()),
+        );
+    }
+    for (i, pattern) in raw.mail.iter().flat_map(|m| m.allowed_recipients.iter()).enumerate() {
+        if let Err(e) = super::recipients::check_pattern(pattern) {
+            let hint = "write an address (ops@example.com) or every address of one domain (*@example.com)";
+            problem(&["mail", "allowed_recipients", &i.to_string()], e.to_string(), Some(hint.into()));
+        }
+    }
     if let Some(h) = &raw.heartbeat.active_hours {
         for (field, value) in [("start", &h.start), ("end", &h.end)] {
             if parse_time(value).is_none() {

@@ -9,7 +9,9 @@
 
 mod duration;
 mod hours;
+mod limits;
 mod load;
+pub mod recipients;
 pub mod routine_file;
 
 use std::num::NonZeroU32;
@@ -21,6 +23,7 @@ use serde::Deserialize;
 
 pub use duration::{Duration, DurationError};
 pub use hours::{HoursError, Window, parse_time};
+pub use limits::{DEFAULT_QUEUE_WINDOW, LimitSettings};
 pub use load::{Config, ConfigError, Env, ProcessEnv, ProviderConfig, Secret, discover, from_str, load};
 
 /// The file in `data_dir` that a running daemon holds an exclusive `flock` on (one daemon per
@@ -268,6 +271,11 @@ pub struct MailSettings {
     /// Default: smtp when `smtp` is set, else outbox.
     pub transport: Option<MailTransport>,
     pub smtp: Option<SmtpSettings>,
+    /// Addresses a routine made by the agent (the `schedule` tool) may mail besides its
+    /// creator's own recipients: `name@example.com`, or `*@example.com` for any address at
+    /// that domain (not its subdomains).
+    #[serde(default)]
+    pub allowed_recipients: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -394,66 +402,6 @@ fn default_lease() -> Duration {
 
 fn default_max_skew() -> Duration {
     Duration::from_secs(5)
-}
-
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LimitSettings {
-    /// Runs executing at once across all routines; more fires wait in the
-    /// durable queue.
-    #[serde(default = "default_max_concurrent_runs")]
-    pub max_concurrent_runs: u32,
-    /// How long a stopping daemon lets running runs finish before it
-    /// cancels them (they are recorded `interrupted` and retried at the next
-    /// start per their `retry`).
-    #[serde(default = "default_shutdown_grace")]
-    pub shutdown_grace: Duration,
-    /// Fires waiting in the durable queue at most; a webhook beyond it is answered 503 with
-    /// `Retry-After` (time triggers and file events are never refused: their instants are
-    /// recorded and caught up).
-    #[serde(default = "default_max_queued")]
-    pub max_queued: u32,
-    /// Queued fires the daemon holds in memory at most, waiting for their routine's turn or a
-    /// slot; the others wait only in the database and are read, oldest first, as places free
-    /// up. Default: [`DEFAULT_QUEUE_WINDOW`], or 4 × `max_concurrent_runs` when that is more.
-    #[serde(default)]
-    pub queue_window: Option<u32>,
-}
-
-/// The least number of queued fires the daemon holds in memory by default (see
-/// docs/ARCHITECTURE.md, "The queue in memory").
-pub const DEFAULT_QUEUE_WINDOW: u32 = 256;
-
-impl LimitSettings {
-    /// `queue_window`, or its default.
-    pub fn queue_window(&self) -> usize {
-        let window =
-            self.queue_window.unwrap_or_else(|| DEFAULT_QUEUE_WINDOW.max(self.max_concurrent_runs.saturating_mul(4)));
-        usize::try_from(window.max(1)).unwrap_or(usize::MAX)
-    }
-}
-
-fn default_max_queued() -> u32 {
-    10_000
-}
-
-impl Default for LimitSettings {
-    fn default() -> Self {
-        LimitSettings {
-            max_concurrent_runs: default_max_concurrent_runs(),
-            shutdown_grace: default_shutdown_grace(),
-            max_queued: default_max_queued(),
-            queue_window: None,
-        }
-    }
-}
-
-fn default_shutdown_grace() -> Duration {
-    Duration::from_secs(30)
-}
-
-fn default_max_concurrent_runs() -> u32 {
-    4
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

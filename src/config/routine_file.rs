@@ -203,6 +203,10 @@ pub struct AgentOverrides {
     /// Retries of a read-only tool call (file_read, file_list, http_request GET, memory_recall)
     /// that failed for a reason that may pass (a timeout, a 5xx, a reset connection); default 2.
     pub tool_retries: Option<u32>,
+    /// Whether a run fired by a webhook or a file event (whose prompt may carry what an outsider
+    /// wrote) gets the `schedule` tool; default no: untrusted input creates no lasting routine.
+    #[serde(default)]
+    pub schedule_from_triggers: bool,
 }
 
 /// What the first model call of a routine run may answer.

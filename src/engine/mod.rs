@@ -144,6 +144,13 @@ impl Engine {
 
     /// The agent of a routine: overrides applied, routine mode, grants.
     pub fn agent_for(&self, routine: &Routine) -> Result<Agent, EngineError> {
+        self.agent_fired(routine, &TriggerContext::Manual)
+    }
+
+    /// [`Engine::agent_for`] of a run fired by `trigger`: a webhook or a file event brings data
+    /// an outsider wrote, and such a run gets no `schedule` tool unless the routine says
+    /// `agent.schedule_from_triggers` (`AgentSetup::build_fired`).
+    pub fn agent_fired(&self, routine: &Routine, trigger: &TriggerContext) -> Result<Agent, EngineError> {
         if self.config.security.sandbox == crate::sandbox::SandboxMode::None {
             tracing::warn!(
                 routine = %routine.name,
@@ -158,7 +165,8 @@ impl Engine {
             redactor: &self.redactor,
             shell: &self.shell,
         };
-        Ok(setup.build(Some(routine))?)
+        let outside = matches!(trigger, TriggerContext::Webhook(_) | TriggerContext::File(_));
+        Ok(setup.build_fired(Some(routine), outside)?)
     }
 
     /// Runs a routine once, end to end. `progress` receives tool status events.
@@ -246,7 +254,7 @@ impl Engine {
         };
         self.store.set_prompt(run_id, &self.redactor.redact(&prompt))?;
 
-        let mut agent = match self.agent_for(routine) {
+        let mut agent = match self.agent_fired(routine, &trigger) {
             // Beats and greetings repeat themselves: their turns would fill
             // memory, and recalled, teach a small model to answer the same
             // (the ok token without checking, yesterday's greeting).

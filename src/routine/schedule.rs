@@ -178,6 +178,32 @@ pub fn between(routine: &Routine, after: DateTime<Utc>, until: DateTime<Utc>, ke
     (all, total)
 }
 
+/// The shortest time between two fires of `triggers` after `after`, looking at the first `n`
+/// instants of each (across triggers, only as far as all of them were followed): `None` when
+/// they fire fewer than twice. Instants that coincide fire once.
+pub fn shortest_gap(triggers: &[TimeTrigger], after: DateTime<Utc>, n: usize) -> Option<chrono::TimeDelta> {
+    let lists: Vec<Vec<DateTime<Utc>>> = triggers
+        .iter()
+        .map(|t| match t {
+            TimeTrigger::Cron { zone, .. } => t
+                .cron()
+                .map(|cron| cron_after(cron, *zone, after).take(n).map(|at| at.with_timezone(&Utc)).collect())
+                .unwrap_or_default(),
+            TimeTrigger::Every(every) => Every::new(*every).after(after).take(n).collect(),
+            TimeTrigger::At(at) => Some(at.with_timezone(&Utc)).filter(|at| *at > after).into_iter().collect(),
+        })
+        .collect();
+    let gap = |fires: &[DateTime<Utc>]| fires.windows(2).map(|w| w[1] - w[0]).min();
+    let own = lists.iter().filter_map(|l| gap(l)).min();
+    // A list cut at `n` says nothing past its last instant.
+    let end = lists.iter().filter(|l| l.len() >= n).filter_map(|l| l.last().copied()).min();
+    let mut all: Vec<DateTime<Utc>> = lists.concat();
+    all.retain(|at| end.is_none_or(|end| *at <= end));
+    all.sort();
+    all.dedup();
+    [own, gap(&all)].into_iter().flatten().min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +222,28 @@ mod tests {
         // A zero interval is one millisecond, never a division by zero.
         let tiny = Every::new(std::time::Duration::ZERO);
         assert_eq!(tiny.next_after(t("2026-03-02T08:00:00Z")), Some(t("2026-03-02T08:00:00.001Z")));
+    }
+
+    #[test]
+    fn the_shortest_gap_is_found_within_and_across_triggers() {
+        let cron = |expr: &str| TimeTrigger::Cron { expr: expr.into(), zone: Tz::UTC };
+        let every = |s: u64| TimeTrigger::Every(std::time::Duration::from_secs(s));
+        let from = t("2026-03-02T08:00:00Z");
+        let gap = |ts: &[TimeTrigger]| shortest_gap(ts, from, 512).map(|d| d.num_seconds());
+        assert_eq!(gap(&[cron("*/5 * * * *")]), Some(300));
+        assert_eq!(gap(&[cron("* * * * * *")]), Some(1));
+        assert_eq!(gap(&[cron("0 9 * * *")]), Some(86_400));
+        // A burst once a year is found: the first fires from now reach it.
+        assert_eq!(gap(&[cron("*/2 0 1 1 *")]), Some(120));
+        // Two minutes apart only across the end of the day.
+        assert_eq!(gap(&[cron("59 23,0 * * *")]), Some(3600));
+        assert_eq!(gap(&[cron("0,58 0,23 * * *")]), Some(120));
+        assert_eq!(gap(&[every(3600)]), Some(3600));
+        // Two slow triggers that fire close together.
+        assert_eq!(gap(&[every(960), every(900)]), Some(60));
+        assert_eq!(gap(&[every(900), every(900)]), Some(900), "the same instant fires once");
+        let at = |s: &str| TimeTrigger::At(DateTime::parse_from_rfc3339(s).unwrap());
+        assert_eq!(gap(&[at("2026-03-03T09:00:00Z"), at("2026-03-03T09:00:01Z")]), Some(1));
+        assert_eq!(gap(&[at("2026-03-03T09:00:00Z")]), None);
     }
 }

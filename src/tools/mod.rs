@@ -40,7 +40,7 @@ pub use format::{MAX_RESULT_CHARS, format_result, truncate};
 pub use http::{HttpRequest, body_of as http_body};
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use near::{names_a_near_path, near_path};
-pub use schedule::{Schedule, ScheduleScope};
+pub use schedule::{Schedule, ScheduleScope, own_recipients};
 pub use self_info::SelfInfo;
 pub(crate) use shell::run_contained;
 pub use shell::{Contained, Shell, ShellArgs, ShellSandbox, ShellSettings, safe_env};

@@ -370,7 +370,13 @@ async fn read_only_hides_mutating_tools() {
 async fn routine_mode_adds_its_section_and_refuses_what_was_not_granted() {
     let h = Harness::new().await;
     h.memory.store("a", "x", "core").unwrap();
-    h.memory.store("routine:nightly:approach", "Check the inbox folder first.", "core").unwrap();
+    h.memory
+        .store(
+            "routine:nightly:approach",
+            "Tools the last successful run called, in order: file_list, file_read",
+            "core",
+        )
+        .unwrap();
     let mut sections = CHAT_SECTIONS.to_vec();
     sections.push("## Routine execution");
     h.mock.expect_sections(&sections);
@@ -387,7 +393,7 @@ async fn routine_mode_adds_its_section_and_refuses_what_was_not_granted() {
     let system = crate::common::content(&reqs[0], 0);
     assert!(system.contains("You are running the routine `nightly` unattended"));
     assert!(!system.contains("NO_REPLY"), "the task does not mention the token, so no silent rule");
-    assert!(system.contains("Check the inbox folder first."));
+    assert!(system.contains("the last successful run called file_list, then file_read."), "{system}");
     let refusal = last_message(&reqs[1])["content"].as_str().unwrap().to_string();
     assert!(
         refusal.starts_with("[failed] memory_forget (memory_forget) needs approval and nobody is present"),

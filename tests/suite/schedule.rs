@@ -82,7 +82,9 @@ async fn the_daemon_fires_what_chat_scheduled() {
     mock.push(tool_call("schedule", json!({"action": "add", "name": "ping", "prompt": "Say pong.", "every": "1s"})));
     mock.push_all((0..30).map(|_| text("pong")));
     let port = free_port();
-    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    // Every second, which an agent-made routine may do only where the config allows it.
+    let config = format!("server: {{ listen: 127.0.0.1:{port} }}\nlimits: {{ min_agent_interval: 1s }}\n");
+    let p = Routines::project(&mock.base_url(), &config);
     let mut daemon: Running = p.command(["-v", "daemon"]).spawn().await;
     daemon.wait_for_stderr("the ready line", |l| l.starts_with("routines daemon: ")).await;
     daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 
+mod agent_made;
 mod attach;
 mod deliveries;
+mod schedule_grant;
 mod skills;
 mod templates;
 mod triggers;
@@ -20,8 +22,10 @@ use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
 use crate::sandbox::SandboxMode;
 use crate::skills::Catalog;
 use crate::yaml::{self, SourceMap};
+use agent_made::check_agent_made;
 use attach::check_attach;
 use deliveries::check_delivery;
+use schedule_grant::check_schedule_grant;
 use skills::check_skills;
 use templates::{check_template, check_template_file};
 use triggers::check_trigger;
@@ -298,6 +302,8 @@ fn check(
             time_triggers.push(tt);
         }
     }
+    check_agent_made(&spec, &time_triggers, at, config, diags);
+    check_schedule_grant(&spec, &name, at, warnings);
 
     // Agent overrides.
     let a = &spec.agent;

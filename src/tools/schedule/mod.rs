@@ -13,6 +13,7 @@
 //! is what a model writes for "tomorrow at 9"; the file holds it with its offset. The daemon
 //! picks a new file up by hot reload; without a daemon the reply says how to start one.
 
+mod bounds;
 mod daemon;
 mod file;
 mod when;
@@ -31,6 +32,7 @@ use crate::config::Config;
 use crate::diag::{Diagnostics, did_you_mean};
 use crate::policy::{CallInfo, Effect};
 use crate::routine::{CreatedBy, LoadedRoutines, Routine, RoutineFile, load_all, load_one, schedule};
+pub use bounds::own_recipients;
 pub use daemon::daemon_running;
 use file::{NewRoutine, When};
 pub use when::{AtError, parse_at};
@@ -44,6 +46,9 @@ pub struct ScheduleScope {
     pub creator: String,
     /// Commands the session has approved in advance (a routine's `agent.allow_commands`).
     pub commands: Vec<String>,
+    /// The creating routine's own mail recipients ([`own_recipients`]), which a routine it
+    /// creates may mail besides `mail.allowed_recipients`; none in chat.
+    pub recipients: Vec<String>,
 }
 
 /// The `schedule` tool of one session.
@@ -172,7 +177,9 @@ impl Tool for Schedule {
                 let name = name_of(args).unwrap_or_else(|| "?".into());
                 let tools = args.tools.as_deref().unwrap_or_default();
                 let tools = if tools.is_empty() { String::new() } else { format!("; tools: {}", tools.join(", ")) };
-                CallInfo::new(format!("add {name} ({}{tools})", when.join(", ")), Self::NAME)
+                let mail = args.deliver_mail.as_deref().unwrap_or_default();
+                let mail = if mail.is_empty() { String::new() } else { format!("; mail: {}", mail.join(", ")) };
+                CallInfo::new(format!("add {name} ({}{tools}{mail})", when.join(", ")), Self::NAME)
             }
         }
     }
@@ -273,6 +280,7 @@ fn add(scope: &ScheduleScope, ctx: &ToolContext, args: &ScheduleArgs) -> Result<
     let commands = if tools.iter().any(|t| t == "shell") { scope.commands.clone() } else { Vec::new() };
     let deliver_mail: Vec<String> =
         args.deliver_mail.iter().flatten().map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
+    bounds::check_recipients(scope, &deliver_mail)?;
     let routine = NewRoutine {
         name: name.into(),
         prompt: prompt.into(),
@@ -295,6 +303,7 @@ fn add(scope: &ScheduleScope, ctx: &ToolContext, args: &ScheduleArgs) -> Result<
         }
         _ => false,
     };
+    bounds::check_count(config, replace.then_some(path.as_path()))?;
     if let Some(other) = existing.get(name).filter(|r| r.file != Path::new(&shown) && r.file != path) {
         return Err(ToolError::Refused(format!(
             "a routine named `{name}` is already defined in {}; choose another name",

@@ -8,6 +8,8 @@ use crate::config::Autonomy;
 use crate::policy::Policy;
 use crate::tools::DynTool;
 
+const CONFIG: &str = "timezone: Asia/Shanghai\nmail: { from: r@example.com, allowed_recipients: [me@example.com, \"*@team.example.org\"] }\nlimits: { max_agent_routines: 5 }\n";
+
 struct Setup {
     _dir: tempfile::TempDir,
     root: PathBuf,
@@ -16,17 +18,21 @@ struct Setup {
 }
 
 fn setup(creator_tools: &[&str], commands: &[&str]) -> Setup {
+    setup_for(creator_tools, commands, &[])
+}
+
+fn setup_for(creator_tools: &[&str], commands: &[&str], recipients: &[&str]) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(root.join("routines")).unwrap();
-    let config =
-        crate::config::from_str(&root.join("routines.yaml"), "timezone: Asia/Shanghai\n", &HashMap::new()).unwrap();
+    let config = crate::config::from_str(&root.join("routines.yaml"), CONFIG, &HashMap::new()).unwrap();
     let mut ctx = ToolContext::for_test(Policy::new(Autonomy::Supervised, &root, &[]).unwrap());
     ctx.facts.tools = creator_tools.iter().map(|t| (*t).to_string()).collect();
     let tool = Schedule::new(ScheduleScope {
         config: Arc::new(config),
         creator: "routine `planner`".into(),
         commands: commands.iter().map(|c| (*c).to_string()).collect(),
+        recipients: recipients.iter().map(|c| (*c).to_string()).collect(),
     });
     Setup { _dir: dir, root, tool, ctx }
 }
@@ -188,4 +194,67 @@ async fn a_missing_or_loose_name_becomes_a_valid_one() {
     let info =
         s.tool.inspect(&json!({"action": "add", "name": "x", "every": "1d", "tools": ["shell", "file_read"]})).unwrap();
     assert_eq!(info.summary, "add x (every 1d; tools: shell, file_read)");
+}
+
+#[tokio::test]
+async fn mail_goes_only_to_allowed_addresses_and_the_creators_own() {
+    let s = setup_for(&["schedule"], &[], &["oncall@example.net"]);
+    let add = |name: &str, mail: serde_json::Value| json!({"action": "add", "name": name, "prompt": "p", "every": "1h", "deliver_mail": mail});
+    let m = match s.call(add("leak", json!(["me@example.com", "attacker@evil.example"]))).await {
+        Err(ToolError::Refused(m)) => m,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(
+        m,
+        "the routine cannot mail attacker@evil.example: of addresses, it may mail only me@example.com, *@team.example.org, oncall@example.net; leave deliver_mail out or use one of those"
+    );
+    assert!(!s.root.join("routines/leak.yaml").exists());
+    s.call(add("ok", json!(["Me <ME@example.com>", "dev@team.example.org", "oncall@example.net"]))).await.unwrap();
+    assert!(s.read("routines/ok.yaml").contains("oncall@example.net"));
+
+    // Without any allowed address, none.
+    let none = setup(&["schedule"], &[]);
+    let mut config = (*none.tool.scope.config).clone();
+    config.mail = None;
+    let tool = Schedule::new(ScheduleScope { config: Arc::new(config), ..(*none.tool.scope).clone() });
+    let m = tool.invoke(add("x", json!("me@example.com")), &none.ctx).await.unwrap_err().to_string();
+    assert!(
+        m.contains(
+            "it may mail none: a routine made by the agent mails only addresses listed in mail.allowed_recipients"
+        ),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn the_agent_makes_no_more_routines_than_the_limit_and_none_too_often() {
+    let s = setup(&["schedule"], &[]);
+    for name in ["a", "b", "c", "x", "y"] {
+        s.call(json!({"action": "add", "name": name, "prompt": "p", "every": "1h"})).await.unwrap();
+    }
+    let m = s.call(json!({"action": "add", "name": "d", "prompt": "p", "every": "1h"})).await.unwrap_err();
+    assert!(
+        matches!(&m, ToolError::Refused(m) if m.starts_with("there are 5 routines made by the agent already")),
+        "{m:?}"
+    );
+    // Replacing one of its own is no new routine; a user's routine does not count.
+    s.call(json!({"action": "add", "name": "a", "prompt": "p", "every": "2h"})).await.unwrap();
+    s.call(json!({"action": "remove", "name": "c"})).await.unwrap();
+    std::fs::write(s.root.join("routines/mine.yaml"), "prompt: hand-written\n").unwrap();
+    s.call(json!({"action": "add", "name": "d", "prompt": "p", "every": "1h"})).await.unwrap();
+
+    let t = setup(&["schedule"], &[]);
+    let invalid = |r: Result<String, ToolError>| match r {
+        Err(ToolError::InvalidArgs(m)) => m,
+        other => panic!("expected invalid arguments, got {other:?}"),
+    };
+    let m = invalid(t.call(json!({"action": "add", "name": "fast", "prompt": "p", "every": "1s"})).await);
+    assert!(m.starts_with("the routine would not be valid: `every: 1s` is shorter than 15m (a routine made by the agent fires at most every 15m"), "{m}");
+    let m = invalid(t.call(json!({"action": "add", "name": "fast", "prompt": "p", "cron": "* * * * * *"})).await);
+    assert!(m.contains("`* * * * * *` has a seconds field"), "{m}");
+    let m = invalid(t.call(json!({"action": "add", "name": "fast", "prompt": "p", "cron": "*/5 * * * *"})).await);
+    assert!(m.contains("its triggers fire as little as 5m apart, less than 15m"), "{m}");
+    assert!(!t.root.join("routines/fast.yaml").exists());
+    t.call(json!({"action": "add", "name": "slow", "prompt": "p", "cron": "*/15 * * * *"})).await.unwrap();
+    t.call(json!({"action": "add", "name": "slower", "prompt": "p", "every": "15m"})).await.unwrap();
 }

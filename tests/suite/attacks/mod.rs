@@ -3,10 +3,12 @@
 //! files and mail delivered, in the logs, or in the next request the model received; each
 //! has a benign counterpart that must still work.
 
+mod approach;
 mod channels;
 mod engine_files;
 mod files;
 mod provider;
 mod records;
 mod scene;
+mod schedule_limits;
 mod shell;

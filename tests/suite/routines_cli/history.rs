@@ -85,9 +85,7 @@ async fn show_lists_every_model_and_tool_call_in_order_and_the_approach_is_remem
     p.run_async(["run", "notes"]).await.success();
     let second = system(&mock.requests()[2]);
     assert!(
-        second.contains(
-            "An approach that worked before (try it first):\nTool calls of the last successful run:\n- file_read {\"path\":\"notes.txt\"}"
-        ),
+        second.contains("An approach that worked before (try it first): the last successful run called file_read.\n"),
         "{second}"
     );
     mock.assert_clean();
