@@ -4,6 +4,7 @@
 //! has a benign counterpart that must still work.
 
 mod channels;
+mod encodings;
 mod engine_files;
 mod files;
 mod provider;
