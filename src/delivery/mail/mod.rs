@@ -19,6 +19,7 @@
 //! transport would do again.) How connections are made, timed and pooled is described in
 //! `smtp.rs`.
 
+mod auth_echo;
 mod message;
 mod outbox;
 mod smtp;

@@ -40,6 +40,7 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
 use serde::{Deserialize, Serialize};
 
+use super::auth_echo::without_auth_echo;
 use super::stream::{TimedStream, TlsFirst, connect_tcp};
 use super::{MailError, MailPayload, build};
 
@@ -99,6 +100,8 @@ struct SmtpClient {
     tls: Secure,
     credentials: Option<Credentials>,
     username: Option<String>,
+    /// The login and the password, cut out of what a server says ([`auth_echo`]).
+    logins: Vec<String>,
     hello: ClientId,
     timeout: Duration,
     pool: Mutex<Pool>,
@@ -167,6 +170,7 @@ impl SmtpSender {
             server,
             tls,
             credentials,
+            logins: opts.username.iter().chain(&opts.password).cloned().collect(),
             username: opts.username,
             hello: ClientId::default(),
             timeout: opts.timeout,
@@ -217,7 +221,7 @@ impl SmtpClient {
                 "the SMTP server {} was sent the whole message but gave no answer to its end ({}); it may have \
                  taken it, so it is not sent again automatically",
                 self.server,
-                detail(&e)
+                self.detail(&e)
             )),
         })
     }
@@ -355,18 +359,19 @@ impl SmtpClient {
     /// Turns a lettre error into a message for people, retryable or not.
     fn classify(&self, err: &lettre::transport::smtp::Error) -> MailError {
         let server = &self.server;
+        let shown = self.detail(err);
         if let Some(code) = err.status() {
             let code = code.to_string();
             match &self.username {
                 Some(user) if matches!(code.as_str(), "535" | "534" | "538") => {
                     return MailError::Rejected(format!(
-                        "the SMTP server {server} refused the login of `{user}` ({err}): check the username and \
+                        "the SMTP server {server} refused the login of `{user}` ({shown}): check the username and \
                          password in the variables named by mail.smtp.username_env and mail.smtp.password_env"
                     ));
                 }
                 None if code == "530" => {
                     return MailError::Rejected(format!(
-                        "the SMTP server {server} requires a login ({err}): set mail.smtp.username_env and \
+                        "the SMTP server {server} requires a login ({shown}): set mail.smtp.username_env and \
                          mail.smtp.password_env"
                     ));
                 }
@@ -374,18 +379,18 @@ impl SmtpClient {
             }
             return if err.is_transient() {
                 MailError::Send(format!(
-                    "the SMTP server {server} refused the message for now ({err}); it will be retried"
+                    "the SMTP server {server} refused the message for now ({shown}); it will be retried"
                 ))
             } else {
                 MailError::Rejected(format!(
-                    "the SMTP server {server} rejected the message ({err}): check the addresses and the \
+                    "the SMTP server {server} rejected the message ({shown}): check the addresses and the \
                      server's rules; it is kept in the outbox and not retried"
                 ))
             };
         }
         if err.is_timeout() {
             return MailError::Send(format!(
-                "the SMTP server {server} did not answer within {}s ({err}); it will be retried",
+                "the SMTP server {server} did not answer within {}s ({shown}); it will be retried",
                 self.timeout.as_secs_f64()
             ));
         }
@@ -393,31 +398,40 @@ impl SmtpClient {
             return MailError::Rejected(format!(
                 "TLS with the SMTP server {server} failed ({}): check mail.smtp.security (starttls for port \
                  587, tls for 465) and that the server's certificate is valid for `{}`",
-                detail(err),
+                shown,
                 server.rsplit_once(':').map_or(server.as_str(), |(host, _)| host)
             ));
         }
         if err.is_client() {
-            let detail = detail(err);
-            let hint = if detail.contains("STARTTLS") {
+            let hint = if shown.contains("STARTTLS") {
                 "the server does not offer STARTTLS: use mail.smtp.security: tls for port 465, or none only for a \
                  trusted local relay"
-            } else if detail.contains("authentication") {
+            } else if shown.contains("authentication") {
                 "the server offers no login method that routines supports (PLAIN, LOGIN) on this connection: \
                  check mail.smtp.security"
             } else {
                 "check the mail.smtp settings"
             };
-            return MailError::Rejected(format!("sending through the SMTP server {server} failed ({detail}): {hint}"));
+            return MailError::Rejected(format!("sending through the SMTP server {server} failed ({shown}): {hint}"));
         }
         if connection_refused(err) {
             return MailError::Send(format!(
-                "could not connect to the SMTP server {server} ({}): check that it is running and that \
-                 mail.smtp.host and mail.smtp.port are right; it will be retried",
-                detail(err)
+                "could not connect to the SMTP server {server} ({shown}): check that it is running and that \
+                 mail.smtp.host and mail.smtp.port are right; it will be retried"
             ));
         }
-        MailError::Send(format!("talking to the SMTP server {server} failed ({}); it will be retried", detail(err)))
+        MailError::Send(format!("talking to the SMTP server {server} failed ({shown}); it will be retried"))
+    }
+
+    /// The error and its causes in one line, as it may be recorded: without the repetitions
+    /// lettre's nesting produces, nor a server's echo of the login ([`without_auth_echo`]).
+    fn detail(&self, err: &lettre::transport::smtp::Error) -> String {
+        let mut text = err.to_string();
+        while text.contains("Connection error: Connection error: ") {
+            text = text.replace("Connection error: Connection error: ", "Connection error: ");
+        }
+        let logins: Vec<&str> = self.logins.iter().map(String::as_str).collect();
+        without_auth_echo(&text, &logins)
     }
 }
 
@@ -464,15 +478,6 @@ async fn transaction(conn: &mut AsyncSmtpConnection, envelope: &Envelope, email:
         Err(e) if e.status().is_some() => Err(Failed::Before(e)),
         Err(e) => Err(Failed::Unconfirmed(e)),
     }
-}
-
-/// The error and its causes in one line, without the repetitions lettre's nesting produces.
-fn detail(err: &lettre::transport::smtp::Error) -> String {
-    let mut text = err.to_string();
-    while text.contains("Connection error: Connection error: ") {
-        text = text.replace("Connection error: Connection error: ", "Connection error: ");
-    }
-    text
 }
 
 /// Whether the TLS handshake failed (rustls reports it as an I/O error of kind `InvalidData`

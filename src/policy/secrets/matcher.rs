@@ -1,13 +1,14 @@
-//! The automaton behind a [`super::Redactor`]: every secret as patterns, one
-//! pass over a text finds every run of a secret in it.
+//! The automaton behind a [`super::Redactor`]: every form of every secret as
+//! patterns ([`super::forms`]), one pass over a text finds every run of a
+//! secret in it, plain or encoded.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use aho_corasick::{AhoCorasick, MatchKind};
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use super::REDACTED;
+use super::forms::{Form, forms};
 
 /// A run of this many characters of a credential is enough to redact it.
 pub const FRAGMENT_CHARS: usize = 8;
@@ -26,9 +27,6 @@ pub enum Strength {
     /// pieces ("@example", "postgres") are everyday words.
     Whole,
 }
-
-/// What stays outside the percent-encoding of a value (RFC 3986 unreserved).
-const URL_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// The secrets of a redactor and their automaton. Immutable: adding a secret
 /// builds a new one.
@@ -119,38 +117,22 @@ impl Matcher {
     }
 }
 
-/// The ways a value appears in recorded text: as is, JSON-escaped (in stored
-/// arguments and payloads) and percent-encoded (in URLs), when those differ.
-fn forms(value: &str) -> Vec<String> {
-    let mut forms = vec![value.to_string()];
-    if let Ok(json) = serde_json::to_string(value) {
-        let inner = json.get(1..json.len().saturating_sub(1)).unwrap_or_default().to_string();
-        if inner != value {
-            forms.push(inner);
-        }
-    }
-    let encoded = utf8_percent_encode(value, URL_KEEP).to_string();
-    if encoded != value {
-        forms.push(encoded);
-    }
-    forms
-}
-
-/// The patterns of one form of a value: all its windows of
-/// [`FRAGMENT_CHARS`] characters, or the whole of it.
-fn add_patterns(form: &str, strength: Strength, out: &mut BTreeSet<String>) {
-    let chars: Vec<(usize, char)> = form.char_indices().collect();
-    if chars.len() < MIN_SECRET_CHARS {
+/// The patterns of one form of a value: all its windows (of
+/// [`Form::window`] characters, starting every [`Form::step`]), or the whole
+/// of it when it is short or an identifier.
+fn add_patterns(form: &Form, strength: Strength, out: &mut BTreeSet<String>) {
+    let chars: Vec<(usize, char)> = form.text.char_indices().collect();
+    if chars.len() < form.min {
         return;
     }
-    if strength == Strength::Whole || chars.len() <= FRAGMENT_CHARS {
-        out.insert(form.to_string());
+    if strength == Strength::Whole || chars.len() <= form.window {
+        out.insert(form.text.clone());
         return;
     }
-    for w in 0..=chars.len() - FRAGMENT_CHARS {
+    for w in (0..=chars.len() - form.window).step_by(form.step.max(1)) {
         let start = chars.get(w).map_or(0, |(i, _)| *i);
-        let end = chars.get(w + FRAGMENT_CHARS).map_or(form.len(), |(i, _)| *i);
-        if let Some(window) = form.get(start..end) {
+        let end = chars.get(w + form.window).map_or(form.text.len(), |(i, _)| *i);
+        if let Some(window) = form.text.get(start..end) {
             out.insert(window.to_string());
         }
     }

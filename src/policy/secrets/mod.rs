@@ -9,10 +9,16 @@
 //! shorter than that is replaced whole, and identifiers ([`Strength::Whole`],
 //! e.g. an SMTP login that is an e-mail address) only whole. Values shorter
 //! than [`MIN_SECRET_CHARS`] are not redacted. Each secret is also looked for
-//! JSON-escaped and percent-encoded. How: one Aho-Corasick automaton over every
-//! 8-character window of every secret (a 50-character key is 43 patterns), one
-//! overlapping pass over the text, overlapping hits merged into one span
-//! (`cargo bench --bench redaction`).
+//! in the forms that decode to it ([`forms`]): JSON-escaped, percent-encoded
+//! (as a URL library does it, and every byte in either case), reversed, hex
+//! in either case, and base64 in both alphabets at each of the three
+//! alignments, padding or not; a piece of an encoded form is the encoding of
+//! 8 bytes (10 base64 characters, 16 hex digits). With an SMTP login, the
+//! argument of `AUTH PLAIN` (`\0login\0password`) is a secret too. How: one
+//! Aho-Corasick automaton over every window of every form of every secret (a
+//! 50-character key is about 500 patterns), one overlapping pass over the
+//! text, overlapping hits merged into one span (`cargo bench --bench
+//! redaction`).
 //!
 //! One set per process ([`Redactor::process`]): the engine, the store, the
 //! delivery stage and the log writer ([`Redacting`]) all redact with it, and
@@ -22,9 +28,13 @@
 //! later. [`Redactor::new`] makes an independent set (tests, tools).
 //!
 //! Not caught: a secret the process never read (a key only in a file of the
-//! workspace), and a secret transformed beyond JSON escaping and percent
-//! encoding (base64, reversed, split into runs shorter than 8 characters).
+//! workspace), a secret split into runs shorter than 8 characters, and
+//! transformations beyond those forms (base64 of the hex, mixed-case hex,
+//! percent-encoding of some bytes only, a cipher). Base64 and hex pieces of a
+//! value shorter than 8 bytes are its whole encoded form, and that is looked
+//! for only from 5 base64 characters (30 bits) or 4 encoded bytes up.
 
+mod forms;
 mod matcher;
 mod writer;
 
@@ -80,7 +90,8 @@ impl Redactor {
     /// A value that is a URL with a password adds the password as a
     /// credential and the URL as an identifier.
     pub fn for_config(config: &Config, env: &dyn Env) -> Redactor {
-        let login = config.mail.as_ref().and_then(|m| m.smtp.as_ref()).and_then(|s| s.username_env.as_deref());
+        let smtp = config.mail.as_ref().and_then(|m| m.smtp.as_ref());
+        let login = smtp.and_then(|s| s.username_env.as_deref());
         let mut found = Vec::new();
         for var in &config.secret_vars {
             if let Some(value) = env.var(var) {
@@ -90,6 +101,13 @@ impl Redactor {
         }
         if let Some(key) = &config.provider.api_key {
             found.extend(classify(key.expose(), Strength::Fragments));
+        }
+        let user = login.and_then(|v| env.var(v));
+        let password = smtp.and_then(|s| s.password_env.as_deref()).and_then(|v| env.var(v));
+        if let (Some(user), Some(password)) = (user, password) {
+            // What `AUTH PLAIN` sends, base64-encoded: caught whole even where
+            // the password is too short for its pieces to be.
+            found.push((format!("\0{user}\0{password}"), Strength::Whole));
         }
         let r = Redactor::process();
         r.learn_with(found);

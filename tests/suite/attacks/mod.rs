@@ -5,6 +5,7 @@
 
 mod approach;
 mod channels;
+mod encodings;
 mod engine_files;
 mod files;
 mod provider;
