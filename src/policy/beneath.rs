@@ -82,7 +82,11 @@ impl Beneath {
             Err(BeneathError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
             other => return other,
         }
-        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        let Some(parent) = rel.parent() else { return self.open_at(rel, dir) };
+        let Some(name) = rel.file_name() else {
+            // `missing/..`: the missing folder is made, then the path is opened again (and
+            // refused if its `..` leads out).
+            self.create_dirs(parent)?;
             return self.open_at(rel, dir);
         };
         let parent_fd = self.create_dirs(parent)?;
