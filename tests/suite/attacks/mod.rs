@@ -7,6 +7,8 @@ mod channels;
 mod engine_files;
 mod files;
 mod provider;
+mod race;
 mod records;
+mod records_act;
 mod scene;
 mod shell;
