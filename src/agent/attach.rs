@@ -1,5 +1,6 @@
 //! Images sent with a message (SPEC §4 `attach`, `/image` in chat): files found by glob or
-//! path inside the workspace (symlinks resolved, forbidden paths refused), recognized as PNG,
+//! path inside the workspace, each opened through the workspace's handle (symlinks followed
+//! only while they stay inside, forbidden paths refused on what was opened), recognized as PNG,
 //! JPEG, WebP or GIF by their first bytes (not their name), at most 5 MB each and 8 per
 //! message, all checked before any model call. The run's events record which images were sent
 //! (path, bytes, sha256), never their content.
@@ -13,8 +14,7 @@ use sha2::{Digest, Sha256};
 use super::Agent;
 use super::events::RunEvent;
 use crate::llm::{Image, Message};
-use crate::policy::{PathError, Policy};
-use crate::skills::{ReadError, read_inside};
+use crate::policy::{OpenError, PathError, Policy};
 
 /// Largest image sent.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
@@ -108,27 +108,28 @@ pub fn collect(policy: &Policy, patterns: &[String]) -> Result<Vec<Attachment>, 
 
 /// One image file, `input` relative to the workspace (or absolute inside it).
 pub fn load(policy: &Policy, input: &str) -> Result<Attachment, AttachError> {
-    let path = policy.resolve_path(input)?;
-    let shown = path.strip_prefix(policy.workspace()).map_or_else(|_| input.to_string(), |p| p.display().to_string());
-    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => AttachError::Missing(shown.clone()),
-        _ => AttachError::Io { path: shown.clone(), source: e },
+    use std::io::Read as _;
+    let opened = policy.fs().open_read(input).map_err(|e| match e {
+        OpenError::Refused(e) => AttachError::Path(e),
+        OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => AttachError::Missing(input.to_string()),
+        OpenError::Io(e) => AttachError::Io { path: input.to_string(), source: e },
     })?;
+    let shown =
+        opened.path.strip_prefix(policy.workspace()).map_or_else(|_| input.to_string(), |p| p.display().to_string());
+    let io = |e| AttachError::Io { path: shown.clone(), source: e };
+    // Checked on the open file, the one read.
+    let meta = opened.file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(AttachError::NotAFile(shown));
     }
     if meta.len() > MAX_IMAGE_BYTES {
         return Err(AttachError::TooLarge { path: shown, bytes: meta.len() });
     }
-    let bytes = read_inside(policy.workspace(), &path, MAX_IMAGE_BYTES).map_err(|e| match e {
-        ReadError::TooLarge { bytes, .. } => AttachError::TooLarge { path: shown.clone(), bytes },
-        ReadError::NotAFile { .. } => AttachError::NotAFile(shown.clone()),
-        ReadError::Outside { .. } => AttachError::Path(PathError::Outside {
-            input: input.to_string(),
-            workspace: policy.workspace().to_path_buf(),
-        }),
-        ReadError::Io { source, .. } => AttachError::Io { path: shown.clone(), source },
-    })?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    opened.file.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(AttachError::TooLarge { path: shown, bytes: bytes.len() as u64 });
+    }
     let media_type = sniff(&bytes).ok_or_else(|| AttachError::NotAnImage(shown.clone()))?;
     Ok(Attachment {
         bytes: bytes.len() as u64,

@@ -47,7 +47,7 @@ pub(super) fn held(task: &str, tool: &str, arguments: &str, ctx: &ToolContext) -
     if old.is_empty() {
         return None;
     }
-    let content = std::fs::read_to_string(ctx.resolve_read_path(path).ok()?).ok()?;
+    let content = std::io::read_to_string(ctx.open_read(path).ok()?.file).ok()?;
     let quoted = quoted(task);
     if let Some(on) = switches(task)
         && let Some((line, wanted)) = setting_line(&content, task, on)

@@ -21,6 +21,10 @@ pub enum DeliveryError {
     /// A file delivery's path is outside the workspace or forbidden.
     #[error(transparent)]
     Path(#[from] PathError),
+    /// A rendered path or address holds a whole secret: it is not used, so the secret is
+    /// neither written to disk nor stored with the delivery.
+    #[error("the rendered {field} holds a secret value; it is not used (render it from something else)")]
+    SecretInTarget { field: &'static str },
     /// A file delivery in mode `create` found the file there.
     #[error("{shown} already exists and mode is create; use overwrite or append")]
     FileExists { shown: String },
@@ -64,6 +68,7 @@ impl DeliveryError {
             DeliveryError::Template(_)
             | DeliveryError::EmptyPath
             | DeliveryError::Path(_)
+            | DeliveryError::SecretInTarget { .. }
             | DeliveryError::FileExists { .. }
             | DeliveryError::NotRendered { .. }
             | DeliveryError::CaFile { .. }

@@ -1,5 +1,9 @@
-//! File delivery: atomic writes (temporary file + rename) in `create`,
-//! `overwrite` or `append` mode, folders created, confined to the workspace.
+//! File delivery: atomic writes (temporary file + rename) in `create`, `overwrite` or `append`
+//! mode, folders created, inside the workspace. The payload keeps the path relative to the
+//! workspace, as rendered and unredacted: it is what the engine acts on. Each attempt opens the
+//! workspace and resolves the path beneath that handle ([`Confinement::write_target`]), so a
+//! symlink swapped in meanwhile never leads a write out, and an attempt after the workspace
+//! moved still lands inside it.
 
 use std::path::{Path, PathBuf};
 
@@ -7,15 +11,15 @@ use serde::{Deserialize, Serialize};
 
 use super::DeliveryError;
 use crate::config::FileMode;
-use crate::policy::PathError;
-use crate::policy::paths::{confine, engine_write};
-use crate::tools::write_atomic;
+use crate::policy::paths::{engine_write, lexical, relative};
+use crate::policy::{Confinement, OpenError, PathError, WriteTarget};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilePayload {
-    /// Absolute, already confined.
-    pub path: PathBuf,
-    /// As rendered, for people.
+    /// Relative to the workspace (older rows: absolute inside it), never redacted: where the
+    /// file is written.
+    pub path: String,
+    /// As rendered, for people (redacted where it is stored).
     pub shown: String,
     pub mode: FileModeName,
     pub content: String,
@@ -39,39 +43,52 @@ impl From<FileMode> for FileModeName {
     }
 }
 
-/// Resolves a rendered path inside the workspace (absolute paths must lie
-/// inside it too); refuses forbidden paths and the engine's own files (`protected`, with
-/// canonical forms): a path rendered from a webhook body must not write a routine file, the
-/// config or a git hook.
+/// The top-level payload fields the engine acts on: stored as they are, never redacted.
+pub const ACTED_ON: &[&str] = &["kind", "path", "mode"];
+
+/// A rendered path as the payload keeps it: relative to the workspace (an absolute path must
+/// lie inside it). Refuses, without touching the file system, a path outside the workspace as
+/// written, a forbidden path, and the engine's own files (`protected`, with canonical forms):
+/// a path rendered from a webhook body must not write a routine file, the config or a git
+/// hook. Where symlinks lead is checked again, on what is opened, at each attempt.
 pub fn resolve(
     workspace: &Path,
     forbidden: &[PathBuf],
     protected: &[PathBuf],
     rendered: &str,
-) -> Result<PathBuf, DeliveryError> {
+) -> Result<String, DeliveryError> {
     if rendered.trim().is_empty() {
         return Err(DeliveryError::EmptyPath);
     }
-    let path = confine(workspace, forbidden, rendered)?;
     let root = workspace.canonicalize().unwrap_or_else(|_| workspace.to_path_buf());
-    if engine_write(&root, protected, &path) {
+    let rel = relative(&root, forbidden, rendered)?;
+    if engine_write(&root, protected, &lexical(&root.join(&rel))) {
         return Err(PathError::Protected { input: rendered.into() }.into());
     }
-    Ok(path)
+    Ok(rel.to_string_lossy().into_owned())
+}
+
+/// Where `p` is written, beneath the open workspace `fs`; its folder is created.
+fn target(p: &FilePayload, fs: &Confinement) -> Result<WriteTarget, DeliveryError> {
+    fs.write_target(&p.path, true).map_err(|e| match e {
+        OpenError::Refused(e) => DeliveryError::Path(e),
+        OpenError::Io(source) => DeliveryError::Write { shown: p.shown.clone(), source },
+    })
 }
 
 /// Writes the file; returns a description for the history.
-pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
+pub fn deliver(p: &FilePayload, fs: &Confinement) -> Result<String, DeliveryError> {
     let io = |source| DeliveryError::Write { shown: p.shown.clone(), source };
+    let target = target(p, fs)?;
     // The file is read, changed and replaced whole: another writer of it (a second run, a
     // second node sharing the folder) must wait, or one of the two appended lines is lost.
-    let _lock = lock_folder(p.path.parent().unwrap_or(Path::new("."))).map_err(io)?;
-    let existing = std::fs::read(&p.path);
+    let _lock = target.lock().map_err(io)?;
+    let existing = target.read().map_err(io)?;
     let data = match (p.mode, existing) {
-        (FileModeName::Create, Ok(_)) => {
+        (FileModeName::Create, Some(_)) => {
             return Err(DeliveryError::FileExists { shown: p.shown.clone() });
         }
-        (FileModeName::Append, Ok(mut old)) => {
+        (FileModeName::Append, Some(mut old)) => {
             if !old.is_empty() && !old.ends_with(b"\n") {
                 old.push(b'\n');
             }
@@ -80,29 +97,8 @@ pub fn deliver(p: &FilePayload) -> Result<String, DeliveryError> {
         }
         _ => p.content.as_bytes().to_vec(),
     };
-    write_atomic(&p.path, &data).map_err(io)?;
+    target.write_atomic(&data).map_err(io)?;
     Ok(format!("wrote {} ({} bytes)", p.shown, data.len()))
-}
-
-/// An exclusive `flock` on a folder, released when dropped. The folder, not the file, is
-/// locked: the file is replaced by a rename, so a lock on it would lock the old inode.
-struct FolderLock(#[allow(dead_code)] std::fs::File);
-
-/// Creates `dir` if needed and waits for its lock.
-fn lock_folder(dir: &Path) -> std::io::Result<FolderLock> {
-    use std::os::fd::AsRawFd;
-    std::fs::create_dir_all(dir)?;
-    let folder = std::fs::File::open(dir)?;
-    loop {
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(folder.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return Ok(FolderLock(folder));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// Whether it may be written again after an attempt that was cut off without ever being
@@ -114,23 +110,31 @@ pub fn repeatable(p: &FilePayload) -> bool {
 
 /// [`deliver`] after an attempt that was cut off. Writes are atomic, so a `create` target that
 /// holds exactly this content was written by that attempt: delivered, not "already exists".
-pub fn deliver_again(p: &FilePayload) -> Result<String, DeliveryError> {
-    if p.mode == FileModeName::Create && std::fs::read(&p.path).is_ok_and(|old| old == p.content.as_bytes()) {
+pub fn deliver_again(p: &FilePayload, fs: &Confinement) -> Result<String, DeliveryError> {
+    if p.mode == FileModeName::Create
+        && target(p, fs)?.read().ok().flatten().is_some_and(|old| old == p.content.as_bytes())
+    {
         return Ok(format!("{} was written by the attempt that was cut off", p.shown));
     }
-    deliver(p)
+    deliver(p, fs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn fs(dir: &Path) -> Confinement {
+        Confinement::open(&dir.canonicalize().unwrap(), Vec::new(), Vec::new()).unwrap()
+    }
+
     #[test]
     fn modes_create_overwrite_and_append() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out/r.md");
+        let fs = fs(dir.path());
+        let deliver = |p: &FilePayload| deliver(p, &fs);
         let mk = |mode, content: &str| FilePayload {
-            path: path.clone(),
+            path: "out/r.md".into(),
             shown: "out/r.md".into(),
             mode,
             content: content.into(),
@@ -149,18 +153,19 @@ mod tests {
     fn appends_at_the_same_time_keep_every_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out/log.md");
+        let fs = fs(dir.path());
         let writers: Vec<_> = (0..4)
             .map(|w| {
-                let path = path.clone();
+                let fs = fs.clone();
                 std::thread::spawn(move || {
                     for i in 0..100 {
                         let p = FilePayload {
-                            path: path.clone(),
+                            path: "out/log.md".into(),
                             shown: "out/log.md".into(),
                             mode: FileModeName::Append,
                             content: format!("{w} {i}\n"),
                         };
-                        deliver(&p).unwrap();
+                        deliver(&p, &fs).unwrap();
                     }
                 })
             })
@@ -179,7 +184,9 @@ mod tests {
     fn after_a_cut_off_attempt_only_append_is_not_repeated_and_create_finds_its_own_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.md");
-        let mk = |mode| FilePayload { path: path.clone(), shown: "r.md".into(), mode, content: "report\n".into() };
+        let fs = fs(dir.path());
+        let deliver_again = |p: &FilePayload| deliver_again(p, &fs);
+        let mk = |mode| FilePayload { path: "r.md".into(), shown: "r.md".into(), mode, content: "report\n".into() };
         assert!(repeatable(&mk(FileModeName::Overwrite)));
         assert!(repeatable(&mk(FileModeName::Create)));
         assert!(!repeatable(&mk(FileModeName::Append)));
@@ -194,5 +201,50 @@ mod tests {
         assert!(matches!(deliver_again(&mk(FileModeName::Create)), Err(DeliveryError::FileExists { .. })));
         deliver_again(&mk(FileModeName::Overwrite)).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "report\n");
+    }
+
+    #[test]
+    fn a_delivery_never_lands_outside_while_its_folder_is_swapped_with_a_link() {
+        use crate::policy::confinement::tests::{Swapper, swap_scene};
+        let (_dir, ws, outside) = swap_scene();
+        let fs = fs(&ws);
+        let (folder, link) = (ws.join("data/t"), ws.join("data/l"));
+        let swapper = Swapper::start(&folder, &link);
+        let payload = |name: &str| FilePayload {
+            path: format!("data/t/{name}"),
+            shown: format!("data/t/{name}"),
+            mode: FileModeName::Create,
+            content: "report\n".into(),
+        };
+        for i in 0..300 {
+            let _ = deliver(&payload(&format!("w{i}.md")), &fs);
+        }
+        assert!(swapper.stop(&folder, &link) > 0);
+        let leaked: Vec<_> = std::fs::read_dir(&outside).unwrap().collect();
+        assert!(leaked.is_empty(), "{} deliveries landed outside: {leaked:?}", leaked.len());
+        deliver(&payload("after.md"), &fs).unwrap();
+        assert!(folder.join("after.md").is_file());
+    }
+
+    #[test]
+    fn the_payload_keeps_the_path_relative_and_an_older_absolute_one_still_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        assert_eq!(resolve(&ws, &[], &[], "out/r.md").unwrap(), "out/r.md");
+        assert_eq!(resolve(&ws, &[], &[], &ws.join("out/r.md").display().to_string()).unwrap(), "out/r.md");
+        assert!(matches!(resolve(&ws, &[], &[], "/tmp/r.md"), Err(DeliveryError::Path(PathError::Outside { .. }))));
+        let protected = [ws.join("routines")];
+        assert!(matches!(
+            resolve(&ws, &[], &protected, "x/../routines/a.yaml"),
+            Err(DeliveryError::Path(PathError::Protected { .. }))
+        ));
+        let old = FilePayload {
+            path: ws.join("out/old.md").display().to_string(),
+            shown: "out/old.md".into(),
+            mode: FileModeName::Create,
+            content: "old\n".into(),
+        };
+        deliver(&old, &fs(&ws)).unwrap();
+        assert_eq!(std::fs::read_to_string(ws.join("out/old.md")).unwrap(), "old\n");
     }
 }

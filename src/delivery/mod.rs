@@ -52,6 +52,24 @@ pub struct Deliverer {
     protected: Vec<PathBuf>,
     /// `mail.from`, or `Routines <routines@localhost>`.
     from: String,
+    /// The credentials the config names, whole: a rendered path or address holding one is
+    /// refused ([`Deliverer::refuse_secret`]).
+    credentials: Arc<[String]>,
+}
+
+/// The fields of a mail's payload that are sent as they are: the sender, the recipients and
+/// the Message-ID (the outbox's file name and the idempotency key).
+const MAIL_ACTED_ON: &[&str] = &["kind", "from", "to", "cc", "bcc", "message_id", "date"];
+
+impl Deliverer {
+    /// The workspace, opened now, with its forbidden paths and the engine's own files.
+    fn confinement(&self) -> Result<crate::policy::Confinement, DeliveryError> {
+        let root = self
+            .workspace
+            .canonicalize()
+            .map_err(|e| crate::policy::PathError::Workspace { path: self.workspace.clone(), reason: e.to_string() })?;
+        Ok(crate::policy::Confinement::open(&root, self.forbidden.clone(), self.protected.clone())?)
+    }
 }
 
 impl Payload {
@@ -59,6 +77,16 @@ impl Payload {
         match self {
             Payload::File(_) => "file",
             Payload::Mail(_) => "mail",
+        }
+    }
+
+    /// The top-level fields of its JSON that the engine acts on (the path and mode of a file,
+    /// the addresses and Message-ID of a mail): stored as they are, never redacted, so what
+    /// is done later is what was rendered. The rest (what a person reads) is redacted.
+    pub fn acted_on(&self) -> &'static [&'static str] {
+        match self {
+            Payload::File(_) => file::ACTED_ON,
+            Payload::Mail(_) => MAIL_ACTED_ON,
         }
     }
 
@@ -84,7 +112,7 @@ impl Payload {
     /// One attempt after an attempt that was cut off; only for a [`Payload::repeatable`] one.
     pub async fn deliver_again(&self, d: &Deliverer) -> Result<String, DeliveryError> {
         match self {
-            Payload::File(f) => file::deliver_again(f),
+            Payload::File(f) => file::deliver_again(f, &d.confinement()?),
             Payload::Mail(_) => self.deliver(d).await,
         }
     }
@@ -93,7 +121,7 @@ impl Payload {
     /// outbox until an attempt succeeds. Returns a description for the history.
     pub async fn deliver(&self, d: &Deliverer) -> Result<String, DeliveryError> {
         match self {
-            Payload::File(f) => file::deliver(f),
+            Payload::File(f) => file::deliver(f, &d.confinement()?),
             Payload::Mail(m) => {
                 let smtp = matches!(d.mailer.transport(), mail::Transport::Smtp(_));
                 match d.mailer.send(m).await {

@@ -19,6 +19,8 @@ pub struct Planned {
     target: String,
     /// The payload as JSON (`{}` when it did not render).
     payload: String,
+    /// Its fields the engine acts on, stored unredacted ([`super::Payload::acted_on`]).
+    acted_on: &'static [&'static str],
     /// Why it did not render; such a delivery is recorded failed for good.
     failed: Option<String>,
 }
@@ -33,6 +35,7 @@ impl Planned {
             target: &self.target,
             on_failure: self.on_failure,
             payload: &self.payload,
+            acted_on: self.acted_on,
             failed: self.failed.as_deref(),
         }
     }
@@ -67,6 +70,7 @@ impl Deliverer {
                     kind: payload.kind(),
                     target: payload.target(),
                     payload: serde_json::to_string(&payload).unwrap_or_else(|_| "{}".into()),
+                    acted_on: payload.acted_on(),
                     failed: None,
                 },
                 Err((shown, e)) => {
@@ -78,6 +82,7 @@ impl Deliverer {
                         kind: kind_of(target),
                         target: shown,
                         payload: "{}".into(),
+                        acted_on: &[],
                         failed: Some(self.clean(e.to_string())),
                     }
                 }

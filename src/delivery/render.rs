@@ -21,12 +21,15 @@ impl Deliverer {
     ) -> Result<Payload, (String, DeliveryError)> {
         match target {
             DeliveryTarget::File(f) => {
-                let shown = self
+                let rendered = self
                     .templates
                     .render_str(&format!("{label}.file.path"), &f.path, ctx)
                     .map_err(|e| (f.path.clone(), e.into()))?;
-                let shown = self.clean(shown.trim().to_string());
-                let path = file::resolve(&self.workspace, &self.forbidden, &self.protected, &shown)
+                let rendered = rendered.trim();
+                // What is acted on is the path as rendered; what people read is redacted.
+                let shown = self.clean(rendered.to_string());
+                self.refuse_secret("path", rendered).map_err(|e| (shown.clone(), e))?;
+                let path = file::resolve(&self.workspace, &self.forbidden, &self.protected, rendered)
                     .map_err(|e| (shown.clone(), e))?;
                 let content = match &f.template {
                     Some(t) => self.templates.render_file(t, ctx).map_err(|e| (shown.clone(), e.into()))?,
@@ -66,6 +69,16 @@ impl Deliverer {
                     content: output,
                 });
                 let from = self.from.clone();
+                for (field, values) in [
+                    ("sender", std::slice::from_ref(&from)),
+                    ("recipient", &m.to),
+                    ("recipient", &m.cc),
+                    ("recipient", &m.bcc),
+                ] {
+                    for v in values {
+                        self.refuse_secret(field, v).map_err(|e| (shown.clone(), e))?;
+                    }
+                }
                 // Fixed at the first attempt and stored with the payload; the
                 // random part keeps ids unique across databases.
                 let message_id =
@@ -88,8 +101,19 @@ impl Deliverer {
 }
 
 impl Deliverer {
-    /// `text` without the secrets the process knows: what is delivered (and stored as the
-    /// payload) is redacted like everything else recorded.
+    /// Refuses a rendered path or address (`field`) that holds a whole credential: acted on
+    /// as it is, and stored so, it would put the secret on disk, in a header and in the
+    /// database. One that holds only a run of a secret's characters (a folder `sk-proj-x` and a
+    /// key `sk-proj-…`) is used as it is; only what people read of it is redacted.
+    fn refuse_secret(&self, field: &'static str, text: &str) -> Result<(), DeliveryError> {
+        if self.credentials.iter().any(|c| text.contains(c.as_str())) {
+            return Err(DeliveryError::SecretInTarget { field });
+        }
+        Ok(())
+    }
+
+    /// `text` without the secrets the process knows: what is delivered, and what people read
+    /// of a delivery, is redacted like everything else recorded.
     pub(super) fn clean(&self, text: String) -> String {
         match self.redactor.redact(&text) {
             std::borrow::Cow::Owned(clean) => clean,

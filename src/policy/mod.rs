@@ -9,8 +9,10 @@
 //! Tools describe themselves and each call with [`Effect`] and [`CallInfo`]
 //! (`call.rs`), the policy's own types: the policy knows nothing of tools.
 
+pub mod beneath;
 mod call;
 pub mod command;
+pub mod confinement;
 pub mod injection;
 pub mod net;
 pub mod paths;
@@ -23,6 +25,7 @@ use crate::config::Autonomy;
 use command::CommandRefusal;
 
 pub use call::{CallInfo, Effect};
+pub use confinement::{Confinement, OpenError, Opened, WriteTarget};
 pub use paths::PathError;
 pub use secrets::Redactor;
 
@@ -56,6 +59,8 @@ pub struct Policy {
     /// The engine's own files and `security.protected_paths`, literal and canonical forms:
     /// readable, never written by a tool.
     protected: Vec<PathBuf>,
+    /// The workspace opened once: what tools read and write goes through it.
+    fs: Confinement,
 }
 
 /// Each path as written and, where it exists, its canonical form (a path that appears later
@@ -70,6 +75,7 @@ impl Policy {
             .canonicalize()
             .map_err(|e| PathError::Workspace { path: workspace.to_path_buf(), reason: e.to_string() })?;
         let forbidden = with_canonical_forms(forbidden);
+        let fs = Confinement::open(&workspace, forbidden.clone(), Vec::new())?;
         Ok(Policy {
             autonomy,
             workspace,
@@ -77,13 +83,20 @@ impl Policy {
             allowed_commands: Vec::new(),
             allowed_hosts: Vec::new(),
             protected: Vec::new(),
+            fs,
         })
     }
 
     /// The same policy, refusing writes to `paths` and everything under them.
     pub fn with_protected(mut self, paths: &[PathBuf]) -> Self {
         self.protected = with_canonical_forms(paths);
+        self.fs = self.fs.with_protected(self.protected.clone());
         self
+    }
+
+    /// The workspace as tools open it: every read, listing and write goes through here.
+    pub fn fs(&self) -> &Confinement {
+        &self.fs
     }
 
     pub fn workspace(&self) -> &Path {
@@ -178,12 +191,15 @@ impl Policy {
     }
 
     /// Resolves a path a tool was given (relative to the workspace), and
-    /// refuses it if it leaves the workspace or touches a forbidden path.
+    /// refuses it if it leaves the workspace or touches a forbidden path. Where a path would
+    /// lead, for looking only (which files a task names): what is read or written is opened
+    /// through [`Policy::fs`].
     pub fn resolve_path(&self, input: &str) -> Result<PathBuf, PathError> {
         paths::confine(&self.workspace, &self.forbidden, input)
     }
 
-    /// Resolves a path a tool will write: [`Policy::resolve_path`]'s rules, and never one of the
+    /// Where a write of `input` would go, for looking only (see [`Policy::resolve_path`]):
+    /// [`Policy::resolve_path`]'s rules, and never one of the
     /// engine's own files, anything inside a `.git` folder (its config and hooks run programs),
     /// or an existing file with other hard links (writing it would change a file elsewhere).
     pub fn resolve_write_path(&self, input: &str) -> Result<PathBuf, PathError> {

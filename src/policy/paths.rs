@@ -81,6 +81,33 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
     Ok(full)
 }
 
+/// `input` as a path relative to `workspace` (canonical), without touching the file system:
+/// `~` expanded, an absolute path (`.` and `..` taken lexically) made relative when it lies
+/// inside the workspace and refused otherwise, a forbidden path as written refused. A relative
+/// path is kept as given: where its `..` and symlinks lead is for the open beneath the
+/// workspace to find ([`super::beneath`]).
+pub fn relative(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<PathBuf, PathError> {
+    if input.contains('\0') {
+        return Err(PathError::Invalid { input: input.into(), reason: "it contains a NUL byte".into() });
+    }
+    let raw = Path::new(input);
+    let expanded = match (raw.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => raw.to_path_buf(),
+    };
+    let joined = lexical(&workspace.join(&expanded));
+    if under_any(forbidden, &joined) {
+        return Err(PathError::Forbidden { input: input.into() });
+    }
+    if !expanded.is_absolute() {
+        return Ok(expanded);
+    }
+    match joined.strip_prefix(workspace) {
+        Ok(rel) => Ok(rel.to_path_buf()),
+        Err(_) => Err(PathError::Outside { input: input.into(), workspace: workspace.to_path_buf() }),
+    }
+}
+
 /// Whether `path` is one of `forbidden` or lies under one (compared by components).
 pub fn under_any(forbidden: &[PathBuf], path: &Path) -> bool {
     forbidden.iter().any(|f| path.starts_with(f))
@@ -106,7 +133,7 @@ pub fn argument_path(arg: &str, cwd: &Path) -> Option<PathBuf> {
 }
 
 /// `a/b/../c` → `a/c` without touching the file system.
-fn lexical(p: &Path) -> PathBuf {
+pub(crate) fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {

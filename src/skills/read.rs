@@ -1,18 +1,22 @@
-//! Reading a file only inside a folder: the path is resolved with every symlink followed, must
-//! stay inside the (canonical) folder, must be a regular file no larger than a limit, and is
-//! opened without following a symlink put in its place meanwhile. What is read into prompts
-//! (skills) goes through here, so a `SKILL.md` that links to `/proc/self/environ` or anywhere
-//! outside its folder is refused.
+//! Reading a file only inside a folder: the folder is opened, and the path is opened beneath
+//! that handle in one step, following only symlinks that stay inside ([`Beneath`]); the open
+//! file must be a regular file no larger than a limit. What is read into prompts (skills,
+//! identity files, a heartbeat's checklist, images) goes through here, so a `SKILL.md` that
+//! links to `/proc/self/environ` or anywhere outside its folder is refused, also when the link
+//! is swapped in while it is read.
 
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
+
+use crate::policy::beneath::{Beneath, BeneathError};
 
 /// Why a file could not be read inside its folder.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{} resolves to {}, outside {}; files are read only inside their folder", path.display(), target.display(), root.display())]
-    Outside { path: PathBuf, target: PathBuf, root: PathBuf },
+    #[error("{} leads outside {}; files are read only inside their folder", path.display(), root.display())]
+    Outside { path: PathBuf, root: PathBuf },
     #[error("{} is not a regular file", path.display())]
     NotAFile { path: PathBuf },
     #[error("{} is {bytes} bytes, more than the {max} allowed", path.display())]
@@ -21,31 +25,30 @@ pub enum ReadError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
-/// The canonical form of `path` if it lies inside `root` (itself canonical).
+/// The canonical form of `path` if it lies inside `root` (itself canonical). For looking only
+/// (which folders hold skills); what is read goes through [`read_inside`].
 pub fn resolve_inside(root: &Path, path: &Path) -> Result<PathBuf, ReadError> {
     let target = path.canonicalize().map_err(|source| ReadError::Io { path: path.to_path_buf(), source })?;
     if !target.starts_with(root) {
-        return Err(ReadError::Outside { path: path.to_path_buf(), target, root: root.to_path_buf() });
+        return Err(ReadError::Outside { path: path.to_path_buf(), root: root.to_path_buf() });
     }
     Ok(target)
 }
 
-/// The bytes of `path`, which must resolve inside `root` (canonical) to a regular file of at
-/// most `max` bytes.
+/// The bytes of `path`, which must lie inside `root` (canonical) as written and lead, through
+/// symlinks that stay inside, to a regular file of at most `max` bytes.
 pub fn read_inside(root: &Path, path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    let target = resolve_inside(root, path)?;
     let io = |source| ReadError::Io { path: path.to_path_buf(), source };
-    // Checked before opening, so a FIFO or device is never opened (which could block or have
-    // effects); checked again on the open file, which is the one read.
-    let meta = std::fs::metadata(&target).map_err(io)?;
-    if !meta.is_file() {
-        return Err(ReadError::NotAFile { path: path.to_path_buf() });
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&target)
-        .map_err(io)?;
+    let outside = || ReadError::Outside { path: path.to_path_buf(), root: root.to_path_buf() };
+    let rel = inside(root, path).ok_or_else(outside)?;
+    let beneath = Beneath::open(root).map_err(io)?;
+    // Opened without blocking and without becoming a terminal: a FIFO or device is never read.
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let file = match beneath.open_at(&rel, flags) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(BeneathError::Escapes) => return Err(outside()),
+        Err(BeneathError::Io(e)) => return Err(io(e)),
+    };
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(ReadError::NotAFile { path: path.to_path_buf() });
@@ -59,6 +62,17 @@ pub fn read_inside(root: &Path, path: &Path, max: u64) -> Result<Vec<u8>, ReadEr
         return Err(ReadError::TooLarge { path: path.to_path_buf(), bytes: bytes.len() as u64, max });
     }
     Ok(bytes)
+}
+
+/// `path` relative to `root`: as written, or else by its folder's canonical form (a path given
+/// through a link to the folder). Only which file inside is named depends on the folder's
+/// path; the open itself stays beneath `root`.
+fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    if let Ok(rel) = path.strip_prefix(root) {
+        return Some(rel.to_path_buf());
+    }
+    let folder = path.parent()?.canonicalize().ok()?;
+    Some(folder.strip_prefix(root).ok()?.join(path.file_name()?))
 }
 
 #[cfg(test)]

@@ -63,6 +63,10 @@ pub struct NewDelivery<'a> {
     pub on_failure: bool,
     /// JSON with everything needed to retry it without the agent.
     pub payload: &'a str,
+    /// The top-level fields of `payload` that are acted on (a path, addresses): stored as
+    /// given. Every other string of it is redacted like any text a person reads; a redacted
+    /// value read back and acted on would send a delivery somewhere else.
+    pub acted_on: &'a [&'a str],
     /// Why it cannot be attempted at all (a target that did not render): it is recorded
     /// `failed`, for good, instead of `pending`.
     pub failed: Option<&'a str>,
@@ -132,7 +136,7 @@ const KEEP_RECORDED: &str = "ON CONFLICT (run_id, seq, on_failure) DO NOTHING";
 /// comes back: `QueryReturnedNoRows`).
 fn insert(store: &Store, c: &rusqlite::Connection, d: &NewDelivery<'_>, on_conflict: &str) -> rusqlite::Result<i64> {
     let now = to_db_time(Utc::now());
-    let (target, payload) = (store.clean(d.target), store.clean_json(d.payload));
+    let (target, payload) = (store.clean(d.target), store.clean_payload(d.payload, d.acted_on));
     let error = store.clean_opt(d.failed);
     let (status, attempts) = if d.failed.is_some() { ("failed", 1) } else { ("pending", 0) };
     c.query_row(
@@ -169,7 +173,7 @@ impl Store {
             kind: d.kind.to_string(),
             target: self.clean(d.target).into_owned(),
             on_failure: d.on_failure,
-            payload: self.clean_json(d.payload).into_owned(),
+            payload: self.clean_payload(d.payload, d.acted_on).into_owned(),
             failed: self.clean_opt(d.failed).map(|e| e.into_owned()),
         }
     }
@@ -356,7 +360,16 @@ mod tests {
     }
 
     fn delivery(run_id: i64, seq: u32, on_failure: bool) -> NewDelivery<'static> {
-        NewDelivery { run_id, seq, kind: "file", target: "out.md", on_failure, payload: "{}", failed: None }
+        NewDelivery {
+            run_id,
+            seq,
+            kind: "file",
+            target: "out.md",
+            on_failure,
+            payload: "{}",
+            acted_on: &[],
+            failed: None,
+        }
     }
 
     fn succeeded() -> RunOutcome {

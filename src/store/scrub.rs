@@ -41,6 +41,26 @@ impl Store {
         text.map(|t| self.clean(t))
     }
 
+    /// A delivery's payload as it may be written: the top-level fields named in `acted_on`
+    /// as they are (what the engine acts on), every other string cleaned ([`Store::clean_json`]).
+    pub(super) fn clean_payload<'a>(&self, text: &'a str, acted_on: &[&str]) -> Cow<'a, str> {
+        let Some(scrub) = &self.scrub else { return Cow::Borrowed(text) };
+        if acted_on.is_empty() || scrub.scrub(text).is_none() {
+            return self.clean_json(text);
+        }
+        match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(mut fields)) => {
+                for (key, value) in fields.iter_mut() {
+                    if !acted_on.contains(&key.as_str()) {
+                        scrub.scrub_json(value);
+                    }
+                }
+                Cow::Owned(serde_json::Value::Object(fields).to_string())
+            }
+            _ => self.clean_json(text),
+        }
+    }
+
     /// JSON text as it may be written: when it holds a secret, its strings
     /// are cleaned one by one, so the result is still the same JSON (a
     /// replacement inside an escape sequence could break the text). Text that
@@ -123,6 +143,7 @@ mod tests {
                 target: "out.md",
                 on_failure: false,
                 payload: &payload,
+                acted_on: &[],
                 failed: None,
             };
             let d = store.add_delivery(&delivery).unwrap();

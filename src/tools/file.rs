@@ -9,7 +9,8 @@ use serde::Deserialize;
 use super::format::human_size;
 use super::{Tool, ToolContext, ToolError};
 use crate::llm::ToolSpec;
-use crate::policy::{CallInfo, Effect};
+use crate::policy::{CallInfo, Effect, OpenError, Opened};
+use std::os::unix::ffi::OsStrExt as _;
 
 /// Largest file `file_read` opens.
 const MAX_READ_BYTES: u64 = 2 * 1024 * 1024;
@@ -49,9 +50,9 @@ impl Tool for FileRead {
     }
 
     async fn call(&self, args: FileReadArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.resolve_read_path(&args.path)?;
         let wanted = args.path.clone();
-        let result = tokio::task::spawn_blocking(move || read(&path, &args))
+        let opened = ctx.open_read(&args.path);
+        let result = tokio::task::spawn_blocking(move || read(opened.map_err(|e| open_failure(&args.path, e))?, &args))
             .await
             .map_err(|e| ToolError::System(format!("reading failed: {e}")))?;
         match result {
@@ -63,24 +64,22 @@ impl Tool for FileRead {
     }
 }
 
-fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
+fn read(opened: Opened, args: &FileReadArgs) -> Result<String, ToolError> {
     use std::io::{BufRead, BufReader};
-    use std::os::unix::fs::OpenOptionsExt;
 
     // Small models fill in every field, `"offset": 0, "limit": 0`, to mean
     // the whole file; zero lines is never what they want.
     let limit = args.limit.filter(|l| *l > 0);
     let offset = args.offset.filter(|o| *o > 0);
-    let meta = std::fs::metadata(path).map_err(|e| io_failure(&args.path, &e))?;
+    // Checked on the open file, the one read. Only regular files: a FIFO would block the run,
+    // a device or socket has effects or no end (opened without blocking, never read).
+    let file = opened.file;
+    let meta = file.metadata().map_err(|e| io_failure(&args.path, &e))?;
     if meta.is_dir() {
         return Err(ToolError::failed(format!("`{}` is a directory; use file_list to see what it holds", args.path)));
     }
-    // Only regular files: a FIFO would block the run, a device or socket has effects or no end.
-    // Checked before opening (never open them) and again on the open file (the one read).
-    let not_regular =
-        || ToolError::Refused(format!("`{}` is not a regular file; only regular files are read", args.path));
     if !meta.is_file() {
-        return Err(not_regular());
+        return Err(ToolError::Refused(format!("`{}` is not a regular file; only regular files are read", args.path)));
     }
     if meta.len() > MAX_READ_BYTES && offset.is_none() && limit.is_none() {
         return Err(ToolError::failed(format!(
@@ -88,14 +87,6 @@ fn read(path: &Path, args: &FileReadArgs) -> Result<String, ToolError> {
             args.path,
             meta.len()
         )));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| io_failure(&args.path, &e))?;
-    if !file.metadata().map_err(|e| io_failure(&args.path, &e))?.is_file() {
-        return Err(not_regular());
     }
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader.fill_buf().map_err(|e| io_failure(&args.path, &e))?;
@@ -239,14 +230,14 @@ impl Tool for FileList {
 
     async fn call(&self, args: FileListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
         let shown = args.path.clone().unwrap_or_else(|| ".".into());
-        let root = ctx.policy.resolve_path(&shown)?;
-        let meta = tokio::fs::metadata(&root).await.map_err(|e| io_failure(&shown, &e))?;
+        let opened = ctx.policy.fs().open_read(&shown).map_err(|e| open_failure(&shown, e))?;
+        let meta = opened.file.metadata().map_err(|e| io_failure(&shown, &e))?;
         if !meta.is_dir() {
             return Err(ToolError::failed(format!("`{shown}` is a file, not a directory; use file_read")));
         }
         let recursive = args.recursive.unwrap_or(false);
         let policy = ctx.policy.clone();
-        let listing = tokio::task::spawn_blocking(move || list(&root, recursive, &|p| policy.is_forbidden(p)))
+        let listing = tokio::task::spawn_blocking(move || list(opened, recursive, &|p| policy.is_forbidden(p)))
             .await
             .map_err(|e| ToolError::System(format!("listing failed: {e}")))?
             .map_err(|e| io_failure(&shown, &e))?;
@@ -303,33 +294,43 @@ struct Listing {
     more: bool,
 }
 
-fn list(root: &Path, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std::io::Result<Listing> {
+/// The entries under the open folder `root` (at `root.path` in the workspace), each folder
+/// opened from the one above it without following symlinks: a link is listed, never entered.
+fn list(root: Opened, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std::io::Result<Listing> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
     let mut out = Listing { entries: Vec::new(), more: false };
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let mut children: Vec<_> = std::fs::read_dir(&dir)?.filter_map(Result::ok).collect();
-        children.sort_by_key(std::fs::DirEntry::file_name);
+    let mut stack = vec![(std::os::fd::OwnedFd::from(root.file), std::path::PathBuf::new())];
+    while let Some((dir, rel_dir)) = stack.pop() {
+        let mut names: Vec<std::ffi::OsString> = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&dir)? {
+            let name = std::ffi::OsStr::from_bytes(entry?.file_name().to_bytes()).to_os_string();
+            if name != "." && name != ".." {
+                names.push(name);
+            }
+        }
+        names.sort();
         let mut subdirs = Vec::new();
-        for child in children {
-            let path = child.path();
-            if forbidden(&path) {
+        for name in names {
+            let rel = rel_dir.join(&name);
+            if forbidden(&root.path.join(&rel)) {
                 continue;
             }
-            let rel = path.strip_prefix(root).unwrap_or(&path).display().to_string();
-            let Ok(ft) = child.file_type() else { continue };
+            let Ok(st) = rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) else { continue };
             if out.entries.len() >= MAX_LIST_ENTRIES {
                 out.more = true;
                 return Ok(out);
             }
-            if ft.is_dir() {
-                out.entries.push(format!("{rel}/"));
-                let name = child.file_name();
+            let shown = rel.display().to_string();
+            if FileType::from_raw_mode(st.st_mode).is_dir() {
+                out.entries.push(format!("{shown}/"));
                 if recursive && name != ".git" && name != "target" && name != "node_modules" {
-                    subdirs.push(path);
+                    let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                    if let Ok(fd) = rustix::fs::openat(&dir, name.as_os_str(), flags, Mode::empty()) {
+                        subdirs.push((fd, rel));
+                    }
                 }
             } else {
-                let size = child.metadata().map(|m| m.len()).unwrap_or(0);
-                out.entries.push(format!("{rel} ({})", human_size(size)));
+                out.entries.push(format!("{shown} ({})", human_size(u64::try_from(st.st_size).unwrap_or(0))));
             }
         }
         stack.extend(subdirs.into_iter().rev());
@@ -346,6 +347,14 @@ fn with_suggestion(message: String, wanted: &str, ctx: &ToolContext) -> String {
     match super::near::suggestion(wanted, &super::near::similar_paths(&ctx.workspace, wanted, &allowed)) {
         Some(hint) => hint,
         None => message,
+    }
+}
+
+/// A path the policy refused is read by the model as a refusal; a failed open as a failure.
+fn open_failure(shown: &str, e: OpenError) -> ToolError {
+    match e {
+        OpenError::Refused(e) => e.into(),
+        OpenError::Io(e) => io_failure(shown, &e),
     }
 }
 

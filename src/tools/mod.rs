@@ -33,7 +33,7 @@ use serde_json::Value;
 use crate::config::{Autonomy, Language};
 use crate::llm::ToolSpec;
 use crate::memory::Memory;
-use crate::policy::{CallInfo, Effect, PathError, Policy};
+use crate::policy::{CallInfo, Confinement, Effect, OpenError, Opened, PathError, Policy};
 
 pub use file::{FileList, FileRead, needs_range, read_range, whole_file_spec, without_range};
 pub use format::{MAX_RESULT_CHARS, format_result, truncate};
@@ -153,6 +153,30 @@ impl ToolContext {
                 .filter(|p| !self.policy.is_forbidden(p))
                 .ok_or(e),
             Err(e) => Err(e),
+        }
+    }
+}
+
+impl ToolContext {
+    /// Opens a path to read, by [`ToolContext::resolve_read_path`]'s rules, through an open
+    /// handle of the workspace (or of the read-only root it lies in), so what is checked is
+    /// what is read.
+    pub fn open_read(&self, input: &str) -> Result<Opened, OpenError> {
+        match self.policy.fs().open_read(input) {
+            Err(OpenError::Refused(e @ PathError::Outside { .. })) if Path::new(input).is_absolute() => {
+                for root in self.read_roots.iter() {
+                    let Ok(fs) = Confinement::open(root, Vec::new(), Vec::new()) else { continue };
+                    match fs.open_read(input) {
+                        Ok(opened) if self.policy.is_forbidden(&opened.path) => {
+                            return Err(PathError::Forbidden { input: input.into() }.into());
+                        }
+                        Err(OpenError::Refused(PathError::Outside { .. })) => {}
+                        other => return other,
+                    }
+                }
+                Err(e.into())
+            }
+            other => other,
         }
     }
 }

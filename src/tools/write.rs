@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Tool, ToolContext, ToolError};
-use crate::policy::{CallInfo, Effect};
+use crate::policy::{CallInfo, Effect, OpenError};
 
 /// Largest file these tools write or edit.
 const MAX_WRITE_BYTES: usize = 8 * 1024 * 1024;
@@ -44,23 +44,20 @@ impl Tool for FileWrite {
     }
 
     async fn call(&self, args: FileWriteArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_write_path(&args.path)?;
         if args.content.len() > MAX_WRITE_BYTES {
             return Err(ToolError::failed(format!("content is larger than {MAX_WRITE_BYTES} bytes")));
         }
         let append = args.append.unwrap_or(false);
         let shown = args.path.clone();
+        let policy = ctx.policy.clone();
         tokio::task::spawn_blocking(move || {
+            let target = policy.fs().write_target(&shown, true).map_err(|e| open_failure(&shown, e))?;
             let mut data = Vec::new();
-            if append {
-                match std::fs::read(&path) {
-                    Ok(old) => data = old,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io_failure(&shown, &e)),
-                }
+            if append && let Some(old) = target.read().map_err(|e| io_failure(&shown, &e))? {
+                data = old;
             }
             data.extend_from_slice(args.content.as_bytes());
-            write_atomic(&path, &data).map_err(|e| io_failure(&shown, &e))?;
+            target.write_atomic(&data).map_err(|e| io_failure(&shown, &e))?;
             let verb = if append { "Appended" } else { "Wrote" };
             Ok(format!("{verb} {} bytes to {shown}.", args.content.len()))
         })
@@ -100,12 +97,16 @@ impl Tool for FileEdit {
     }
 
     async fn call(&self, args: FileEditArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let path = ctx.policy.resolve_write_path(&args.path)?;
         if args.old_string.is_empty() {
             return Err(ToolError::InvalidArgs("old_string is empty; give the exact text to replace".into()));
         }
+        let policy = ctx.policy.clone();
         tokio::task::spawn_blocking(move || {
-            let text = std::fs::read_to_string(&path).map_err(|e| io_failure(&args.path, &e))?;
+            let target = policy.fs().write_target(&args.path, false).map_err(|e| open_failure(&args.path, e))?;
+            let bytes = target.read().map_err(|e| io_failure(&args.path, &e))?;
+            let bytes = bytes.ok_or_else(|| ToolError::failed(format!("`{}` does not exist", args.path)))?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| ToolError::failed(format!("`{}` is not UTF-8 text", args.path)))?;
             let count = text.matches(&args.old_string).count();
             match count {
                 0 => {
@@ -134,7 +135,7 @@ impl Tool for FileEdit {
             if updated.len() > MAX_WRITE_BYTES {
                 return Err(ToolError::failed(format!("the edited file would be larger than {MAX_WRITE_BYTES} bytes")));
             }
-            write_atomic(&path, updated.as_bytes()).map_err(|e| io_failure(&args.path, &e))?;
+            target.write_atomic(updated.as_bytes()).map_err(|e| io_failure(&args.path, &e))?;
             Ok(format!("Edited {} at line {line}: replaced 1 occurrence.", args.path))
         })
         .await
@@ -143,7 +144,9 @@ impl Tool for FileEdit {
 }
 
 /// Writes through a temporary file in the same folder and a rename, so a
-/// reader never sees half a file; creates missing folders.
+/// reader never sees half a file; creates missing folders. By path, for the engine's own
+/// files only (routine files the `schedule` tool writes); whatever lies in the workspace is
+/// written through [`crate::policy::WriteTarget::write_atomic`].
 pub fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("the path has no folder"))?;
     std::fs::create_dir_all(dir)?;
@@ -162,6 +165,14 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A path the policy refused is a refusal; a failed open is a failure.
+fn open_failure(shown: &str, e: OpenError) -> ToolError {
+    match e {
+        OpenError::Refused(e) => e.into(),
+        OpenError::Io(e) => io_failure(shown, &e),
+    }
 }
 
 fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {

@@ -427,6 +427,7 @@ fn record(store: &Store, plan: &Plan) -> i64 {
                     target: &d.target,
                     on_failure: d.on_failure,
                     payload: "{}",
+                    acted_on: &[],
                     failed: None,
                 })
                 .unwrap();

@@ -46,6 +46,7 @@ const LAYERS: &[Layer] = &[
         arrows: &[
             ("tools", &["policy", "llm", "memory", "routine", "skills"]),
             ("routine", &["skills", "policy"]),
+            ("skills", &["policy"]),
             ("llm", &["policy"]),
         ],
     },

@@ -357,6 +357,7 @@ mod tests {
             target: "out.md",
             on_failure,
             payload: "{}",
+            acted_on: &[],
             failed: None,
         };
         assert!(store.add_delivery(&delivery(false)).is_err());

@@ -1,0 +1,91 @@
+//! What the engine records for people is redacted; what it acts on is not read back from that
+//! record. A workspace folder whose absolute path shares 8 characters with the API key
+//! (`sk-routine-reports`, key `sk-routine-secret`) once had its delivery target redacted in the
+//! database, read back, and the report written to `[redacted]reports/…`, outside the
+//! workspace, while the run said `delivered`. Mail recipients too.
+
+use super::records::{assert_clean, table};
+use crate::common::Routines;
+use crate::common::cli::TEST_KEY;
+use crate::common::mock_llm::{MockLlm, text};
+
+/// Every file under `dir` whose name is `name`, recursively.
+fn named(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(named(&path, name));
+        } else if entry.file_name() == name {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_path_sharing_characters_with_a_secret_still_gets_its_deliveries() {
+    let mock = MockLlm::start().await;
+    let folder = "sk-routine-reports";
+    assert!(TEST_KEY.1.starts_with(&folder[..11]), "the folder shares 11 characters with the key");
+    let p = Routines::project(&mock.base_url(), &format!("workspace: {folder}\n"));
+    std::fs::create_dir_all(p.path().join(folder)).unwrap();
+    p.write(
+        "routines/report.yaml",
+        "prompt: Report.\ndeliver:\n  - file: { path: out/report.md }\n  - mail: { to: [sk-routine-ops@example.com] }\n",
+    );
+    mock.push(text("All good."));
+    let out = p.run_async(["run", "report", "--json"]).await;
+    out.success();
+    // On disk: the report is inside the workspace, and nowhere else.
+    let everywhere = named(p.path(), "report.md");
+    assert_eq!(everywhere, [p.path().join(folder).join("out/report.md")], "a report was written elsewhere");
+    assert_eq!(p.read(&format!("{folder}/out/report.md")), "All good.\n");
+    let json = out.json();
+    let statuses: Vec<&str> =
+        json["deliveries"].as_array().unwrap().iter().filter_map(|d| d["status"].as_str()).collect();
+    assert_eq!(statuses, ["delivered", "delivered"], "{json}");
+    // At the listener (the outbox): the mail went to the address as written.
+    let mails: Vec<String> = std::fs::read_dir(p.path().join(".routines/outbox"))
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(mails.len(), 1);
+    assert!(mails[0].contains("To: sk-routine-ops@example.com"), "{}", mails[0]);
+    // In the database: what people read holds no piece of the key.
+    for target in table(&p, "deliveries") {
+        assert!(!target.contains("[redacted]reports"), "{target}");
+    }
+    let targets: Vec<String> = table(&p, "deliveries");
+    assert!(targets.iter().any(|t| t == "out/report.md"), "{targets:?}");
+    for target in targets.iter().filter(|t| !t.starts_with('{')) {
+        assert_clean("deliveries.target", target, TEST_KEY.1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_rendered_with_a_whole_secret_is_refused_and_never_stored() {
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "");
+    // A path rendered from a value that holds the key (here the routine's own `vars`; a
+    // webhook body would do the same).
+    p.write(
+        "routines/leak.yaml",
+        &format!(
+            "prompt: Report.\nvars: {{ name: {} }}\ndeliver:\n  - file: {{ path: \"out/{{{{ vars.name }}}}.md\" }}\n  - file: {{ path: out/kept.md }}\n",
+            TEST_KEY.1
+        ),
+    );
+    mock.push(text("All good."));
+    let out = p.run_async(["run", "leak", "--json"]).await;
+    let json = out.json();
+    let d = json["deliveries"].as_array().unwrap();
+    assert_eq!(d[0]["status"], "failed", "{json}");
+    assert!(d[0]["error"].as_str().unwrap().contains("holds a secret value"), "{json}");
+    assert_eq!(d[1]["status"], "delivered", "{json}");
+    assert!(!p.path().join(format!("out/{}.md", TEST_KEY.1)).exists());
+    for cell in table(&p, "deliveries") {
+        assert_clean("deliveries", &cell, TEST_KEY.1);
+    }
+}
