@@ -6,7 +6,9 @@
 mod channels;
 mod engine_files;
 mod files;
+mod git_root;
 mod provider;
 mod records;
 mod scene;
 mod shell;
+mod sockets;
