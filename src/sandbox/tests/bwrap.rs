@@ -1,6 +1,7 @@
 //! Escape attempts against a real bubblewrap. Skipped, saying why, where it cannot run.
 
 use std::fs;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -210,6 +211,17 @@ async fn the_view_has_the_system_and_the_workspace_and_nothing_else_of_the_host(
     let output = sh(&sandbox, &fx.policy(), script).await;
     assert_eq!(text(&output.stdout), "a\nroot-read-only\n", "stderr: {}", text(&output.stderr));
     assert!(!fx.base.join("new").exists());
+    // The rest of the usual corpus, where installed: jq, grep, curl without network.
+    for (program, script, expected) in [
+        ("/usr/bin/jq", "echo '{\"a\": [1, 2]}' | jq -c '.a'", "[1,2]\n"),
+        ("/usr/bin/grep", "grep -c notes notes.txt", "1\n"),
+        ("/usr/bin/curl", "curl -s file://$PWD/notes.txt", "notes\n"),
+    ] {
+        if Path::new(program).exists() {
+            let output = sh(&sandbox, &fx.policy(), script).await;
+            assert_eq!(text(&output.stdout), expected, "{script}: {}", text(&output.stderr));
+        }
+    }
 }
 
 /// Git in a workspace that is not a repository, holding one in `repo/`: at the root git says
