@@ -26,7 +26,8 @@ TIME = "/usr/bin/time"
 
 class InstantModel(http.server.BaseHTTPRequestHandler):
     """Answers by how many tool results the conversation has: 0 -> file_read,
-    1 -> file_list, then the final text."""
+    1 -> file_list, then the final text; a request without tools (the engine
+    asking for the answer from what the tools returned) gets the final text."""
 
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes; without this, Nagle and
@@ -36,7 +37,10 @@ class InstantModel(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         results = sum(1 for m in body["messages"] if m["role"] == "tool")
-        if results == 0:
+        if not body.get("tools"):
+            msg = {"role": "assistant", "content": "ANSWER:\nThe notes say hello; the folder holds notes.md."}
+            finish = "stop"
+        elif results == 0:
             msg = {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "file_read", "arguments": "{\"path\": \"notes.md\"}"}}]}
             finish = "tool_calls"

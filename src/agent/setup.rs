@@ -132,20 +132,20 @@ impl AgentSetup<'_> {
 }
 
 /// The shell tool's settings of a config: its timeout, a clean environment plus the variables
-/// `security.shell_env` passes through, and the sandbox of `security.sandbox` (detected once per
-/// process): the engine's own files read-only, the data folder, home folders and forbidden
+/// `security.shell_env` passes through, and the sandbox of `security.sandbox` (probed when the
+/// first command needs it, once per process): the engine's own files read-only, the data folder, home folders and forbidden
 /// paths out of sight, the network only with `security.shell_network`.
 pub fn shell_settings(c: &Config, env: &dyn Env) -> ShellSettings {
     let passed: Vec<(String, String)> =
         c.security.shell_env.iter().filter_map(|name| env.var(name).map(|v| (name.clone(), v))).collect();
-    let sandbox = match Sandbox::detect(c.security.sandbox) {
-        Ok(sandbox) => {
-            let mut hidden = SandboxPolicy::home_dirs();
-            hidden.extend(c.forbidden_paths.iter().cloned());
-            hidden.push(c.data_dir.clone());
-            ShellSandbox::Ready { sandbox, read_only: c.engine_files(), hidden, network: c.security.shell_network }
-        }
-        Err(e) => ShellSandbox::Unavailable(e.to_string()),
+    let mut hidden = SandboxPolicy::home_dirs();
+    hidden.extend(c.forbidden_paths.iter().cloned());
+    hidden.push(c.data_dir.clone());
+    let sandbox = ShellSandbox::Ready {
+        sandbox: Sandbox::when_needed(c.security.sandbox),
+        read_only: c.engine_files(),
+        hidden,
+        network: c.security.shell_network,
     };
     ShellSettings {
         timeout: c.agent.shell_timeout.get(),

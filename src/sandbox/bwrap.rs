@@ -1,16 +1,19 @@
 //! The policy as bubblewrap arguments.
 //!
-//! The view is built as a stack of mounts, shallow paths first so deeper ones
-//! land on top:
-//! - `/` read-only, a fresh `/dev`, a `/proc` of the sandbox's own PID
-//!   namespace, a private `/tmp`, and an empty `/run` (where the host's
-//!   daemons keep their sockets; with network, the resolver file is bound back);
+//! The view is built from nothing (bubblewrap's empty root) as a stack of
+//! mounts, shallow paths first so deeper ones land on top:
+//! - the host's program and library folders and selected `/etc` entries,
+//!   read-only (`view.rs`), a fresh `/dev`, a `/proc` of the sandbox's own PID
+//!   namespace and a private `/tmp`; nothing else of the host exists inside;
 //! - writable roots bound read-write;
 //! - hidden folders replaced by an empty tmpfs (made read-only at the end),
-//!   hidden files by an empty read-only file;
+//!   hidden files by an empty read-only file, where they are in the view;
 //! - carve-outs bound read-only onto themselves, folders on their way bound
 //!   onto themselves (a mount point cannot be renamed or removed), and missing
-//!   carve-outs covered by an empty read-only placeholder file.
+//!   carve-outs covered by an empty read-only placeholder: a folder where the
+//!   missing part would be a folder on the way (a missing `.git`, so that git
+//!   sees no repository there rather than a broken one), a file otherwise;
+//! - the root made read-only, so no folder of the view gets new entries.
 //!
 //! Then: new PID, IPC, UTS and cgroup namespaces, a new network namespace
 //! unless the policy allows network, every capability dropped, a new session,
@@ -22,19 +25,22 @@
 //! init (whose pid comes through `--info-fd`) to be gone.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use super::policy::{Resolved, Step};
+use super::view::{self, Part};
 
 /// One mount of the view. For the same path the greater one wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Mount {
+    /// A part of the host (`view.rs`).
+    Host(Part),
     /// A fresh `/dev`.
     Dev,
     /// The PID namespace's `/proc`.
     Proc,
-    /// An empty writable tmpfs private to the call (`/tmp`, `/run`).
+    /// An empty writable tmpfs private to the call (`/tmp`).
     Scratch,
     /// A writable root.
     Writable,
@@ -44,10 +50,26 @@ enum Mount {
     ReadOnly,
     /// An empty read-only file where a carve-out would be created.
     Placeholder,
+    /// An empty read-only folder where a folder on the way to a carve-out would be created.
+    PlaceholderDir,
     /// An existing hidden file: an empty read-only file over it.
     HideFile,
     /// An existing hidden folder: an empty tmpfs, read-only at the end.
     HideDir,
+}
+
+impl Mount {
+    /// Whether the host's content shows at this mount (and so beneath it).
+    fn shows_host(&self) -> bool {
+        matches!(self, Mount::Host(Part::Bind(_)) | Mount::Writable | Mount::Pin | Mount::ReadOnly)
+    }
+}
+
+/// The empty read-only file and folder that placeholders and hidden files are bound from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Empty<'a> {
+    pub file: &'a Path,
+    pub dir: &'a Path,
 }
 
 /// Descriptors passed to bubblewrap.
@@ -62,77 +84,25 @@ pub(crate) struct Fds {
 
 /// Builds the bubblewrap arguments for `argv` (everything after the program).
 ///
-/// `empty` is an empty read-only file on the host (the source of placeholders
-/// and hidden files).
-/// `fds` are the descriptors the call passes to bubblewrap.
-pub(crate) fn args(resolved: &Resolved, network: bool, empty: &Path, fds: Fds, argv: &[String]) -> Vec<OsString> {
-    let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
-    let mut put = |path: PathBuf, mount: Mount| {
-        let slot = mounts.entry(path).or_insert(mount);
-        *slot = (*slot).max(mount);
-    };
-    put("/dev".into(), Mount::Dev);
-    put("/proc".into(), Mount::Proc);
-    put("/tmp".into(), Mount::Scratch);
-    put("/run".into(), Mount::Scratch);
-    if network {
-        // Keep name resolution working when /etc/resolv.conf points into /run.
-        if let Ok(conf) = std::fs::canonicalize("/etc/resolv.conf") {
-            if conf.starts_with("/run") {
-                put(conf, Mount::ReadOnly);
-            }
-        }
-    }
-    for root in &resolved.writable {
-        put(root.clone(), Mount::Writable);
-    }
-    for step in &resolved.steps {
-        match step {
-            Step::Pin(p) => put(p.clone(), Mount::Pin),
-            Step::Protect(p) => put(p.clone(), Mount::ReadOnly),
-            Step::Missing(p) => put(p.clone(), Mount::Placeholder),
-        }
-    }
-    for path in &resolved.hidden {
-        match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => put(path.clone(), Mount::HideDir),
-            Ok(_) => put(path.clone(), Mount::HideFile),
-            Err(_) => {}
-        }
-    }
-
-    // Nothing under a hidden folder shows through, except a writable root
-    // inside it (the workspace may well live under /home).
-    let shadowed = |path: &Path| {
-        path.ancestors()
-            .skip(1)
-            .find_map(|a| match mounts.get(a) {
-                Some(Mount::HideDir) => Some(true),
-                Some(Mount::Writable) => Some(false),
-                _ => None,
-            })
-            .unwrap_or(false)
-    };
-    let mut ordered: Vec<(PathBuf, Mount)> = mounts
-        .iter()
-        .filter(|(path, mount)| matches!(mount, Mount::Writable | Mount::HideDir) || !shadowed(path))
-        .map(|(path, mount)| (path.clone(), *mount))
-        .collect();
-    ordered.sort_by_key(|(path, _)| path.components().count());
-
-    let mut out: Vec<OsString> = Vec::with_capacity(32 + ordered.len() * 3 + argv.len());
-    let mut push = |parts: &[&std::ffi::OsStr]| out.extend(parts.iter().map(|p| p.to_os_string()));
-    push(&["--ro-bind".as_ref(), "/".as_ref(), "/".as_ref()]);
+/// `empty` holds the sources of placeholders and hidden files; `fds` are the
+/// descriptors the call passes to bubblewrap.
+pub(crate) fn args(resolved: &Resolved, network: bool, empty: Empty<'_>, fds: Fds, argv: &[String]) -> Vec<OsString> {
+    let mounts = mounts(resolved);
+    let mut out: Vec<OsString> = Vec::with_capacity(128 + mounts.len() * 3 + argv.len());
+    let mut push = |parts: &[&OsStr]| out.extend(parts.iter().map(|p| p.to_os_string()));
     let mut hidden_dirs = Vec::new();
-    for (path, mount) in &ordered {
+    for (path, mount) in &mounts {
         let p = path.as_os_str();
         match mount {
+            Mount::Host(Part::Link(target)) => push(&["--symlink".as_ref(), target, p]),
+            Mount::Host(Part::Bind(source)) => push(&["--ro-bind".as_ref(), source.as_os_str(), p]),
             Mount::Dev => push(&["--dev".as_ref(), p]),
             Mount::Proc => push(&["--proc".as_ref(), p]),
             Mount::Scratch => push(&["--tmpfs".as_ref(), p]),
             Mount::Writable | Mount::Pin => push(&["--bind".as_ref(), p, p]),
             Mount::ReadOnly => push(&["--ro-bind".as_ref(), p, p]),
-            Mount::Placeholder | Mount::HideFile => push(&["--ro-bind".as_ref(), empty.as_os_str(), p]),
+            Mount::Placeholder | Mount::HideFile => push(&["--ro-bind".as_ref(), empty.file.as_os_str(), p]),
+            Mount::PlaceholderDir => push(&["--ro-bind".as_ref(), empty.dir.as_os_str(), p]),
             Mount::HideDir => {
                 push(&["--tmpfs".as_ref(), p]);
                 hidden_dirs.push(p);
@@ -142,6 +112,7 @@ pub(crate) fn args(resolved: &Resolved, network: bool, empty: &Path, fds: Fds, a
     for p in hidden_dirs {
         push(&["--remount-ro".as_ref(), p]);
     }
+    push(&["--remount-ro".as_ref(), "/".as_ref()]);
     push(&[
         "--unshare-pid".as_ref(),
         "--unshare-ipc".as_ref(),
@@ -172,29 +143,82 @@ pub(crate) fn args(resolved: &Resolved, network: bool, empty: &Path, fds: Fds, a
     out
 }
 
-/// The arguments of the availability probe: the same namespaces and mounts
-/// a command gets, around `true`.
-pub(crate) fn probe_args() -> Vec<&'static str> {
-    vec![
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--unshare-net",
-        "--cap-drop",
-        "ALL",
-        "--die-with-parent",
-        "--new-session",
-        "--",
-        "true",
-    ]
+/// The mounts of the view, in the order they are made.
+fn mounts(resolved: &Resolved) -> Vec<(PathBuf, Mount)> {
+    let mut mounts: BTreeMap<PathBuf, Mount> = BTreeMap::new();
+    let put = |mounts: &mut BTreeMap<PathBuf, Mount>, path: PathBuf, mount: Mount| match mounts.get_mut(&path) {
+        Some(slot) if *slot >= mount => {}
+        Some(slot) => *slot = mount,
+        None => {
+            mounts.insert(path, mount);
+        }
+    };
+    for (path, part) in view::system() {
+        put(&mut mounts, path, Mount::Host(part));
+    }
+    put(&mut mounts, "/dev".into(), Mount::Dev);
+    put(&mut mounts, "/proc".into(), Mount::Proc);
+    put(&mut mounts, "/tmp".into(), Mount::Scratch);
+    for root in &resolved.writable {
+        put(&mut mounts, root.clone(), Mount::Writable);
+    }
+    for step in &resolved.steps {
+        match step {
+            Step::Pin(p) => put(&mut mounts, p.clone(), Mount::Pin),
+            Step::Protect(p) => put(&mut mounts, p.clone(), Mount::ReadOnly),
+            Step::Missing(p) => put(&mut mounts, p.clone(), Mount::Placeholder),
+            Step::MissingFolder(p) => put(&mut mounts, p.clone(), Mount::PlaceholderDir),
+        }
+    }
+    // A hidden path is mounted over only where the host shows through; elsewhere it does not
+    // exist inside. Either way it shadows what lies beneath it.
+    let shows_host = |mounts: &BTreeMap<PathBuf, Mount>, path: &Path| {
+        path.ancestors().find_map(|a| mounts.get(a)).is_some_and(Mount::shows_host)
+    };
+    let mut unmounted = Vec::new();
+    for path in &resolved.hidden {
+        let shown = shows_host(&mounts, path);
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                if !shown {
+                    unmounted.push(path.clone());
+                }
+                put(&mut mounts, path.clone(), Mount::HideDir);
+            }
+            Ok(_) if shown => put(&mut mounts, path.clone(), Mount::HideFile),
+            _ => {}
+        }
+    }
+
+    // Nothing under a hidden folder shows through, except a writable root
+    // inside it (the workspace may well live under /home).
+    let shadowed = |path: &Path| {
+        path.ancestors()
+            .skip(1)
+            .find_map(|a| match mounts.get(a) {
+                Some(Mount::HideDir) => Some(true),
+                Some(Mount::Writable) => Some(false),
+                _ => None,
+            })
+            .unwrap_or(false)
+    };
+    let mut ordered: Vec<(PathBuf, Mount)> = mounts
+        .iter()
+        .filter(|(path, mount)| match mount {
+            Mount::HideDir => !unmounted.contains(path),
+            Mount::Writable => true,
+            _ => !shadowed(path),
+        })
+        .map(|(path, mount)| (path.clone(), mount.clone()))
+        .collect();
+    ordered.sort_by_key(|(path, _)| path.components().count());
+    ordered
+}
+
+/// The arguments of the availability probe: the view and namespaces a
+/// command gets, around `true`.
+pub(crate) fn probe_args() -> Vec<OsString> {
+    let resolved = Resolved { writable: Vec::new(), steps: Vec::new(), hidden: Vec::new(), cwd: "/".into() };
+    let none = Path::new("/dev/null");
+    args(&resolved, false, Empty { file: none, dir: none }, Fds::default(), &["true".to_string()])
 }

@@ -13,8 +13,10 @@
 //!   replaced nor, when missing, created;
 //! - symlinks get no rule (their targets are reached under their own rules);
 //! - without network, TCP `connect`/`bind` are refused (ABI 4) and the
-//!   seccomp filter refuses other sockets; signals and abstract UNIX sockets
-//!   are scoped to the sandbox (ABI 6).
+//!   seccomp filter refuses other sockets; with or without, it refuses UNIX
+//!   sockets (connecting to a host service's socket file needs no write
+//!   right, and Landlock cannot restrict it); signals and abstract UNIX
+//!   sockets are scoped to the sandbox (ABI 6).
 //!
 //! The ruleset is built in the parent; the child only makes two syscalls
 //! (`landlock_restrict_self`, `seccomp`) between fork and exec.
@@ -119,7 +121,7 @@ pub(crate) fn prepare(
     let ruleset = ruleset.ok_or_else(|| {
         SandboxError::io("landlock", io::Error::new(io::ErrorKind::Unsupported, "the kernel refused the ruleset"))
     })?;
-    let seccomp = seccomp::filter(network, processes)?;
+    let seccomp = seccomp::filter(network, false, processes)?;
     Ok(Restriction { ruleset, seccomp })
 }
 

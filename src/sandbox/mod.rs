@@ -28,6 +28,7 @@ mod policy;
 mod probe;
 mod registry;
 mod seccomp;
+mod view;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -39,7 +40,7 @@ pub use child::{SandboxedChild, SandboxedCommand};
 pub use error::{BWRAP_FIX, LANDLOCK_FIX, SandboxError};
 pub use policy::SandboxPolicy;
 use registry::{CallGuard, Registry};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// The `security.sandbox` setting: which mechanism runs shell commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -113,9 +114,15 @@ impl fmt::Display for SandboxKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mechanism {
-    Bwrap { program: PathBuf },
-    Landlock { abi: i32 },
+    Bwrap {
+        program: PathBuf,
+    },
+    Landlock {
+        abi: i32,
+    },
     None,
+    /// `security.sandbox` as set, not probed yet.
+    Deferred(SandboxMode),
 }
 
 /// A working sandbox mechanism.
@@ -147,17 +154,38 @@ impl Sandbox {
         }
     }
 
+    /// The mechanism for `mode`, probed the first time a command needs it (the
+    /// answer is kept for the process), so a run that starts no command never
+    /// runs the probe. Its commands fail as [`Sandbox::detect`] would where
+    /// nothing works.
+    pub fn when_needed(mode: SandboxMode) -> Sandbox {
+        match mode {
+            SandboxMode::None => Sandbox::none(),
+            mode => Sandbox { mechanism: Mechanism::Deferred(mode) },
+        }
+    }
+
+    /// This sandbox with its mechanism known: a deferred one is probed now.
+    pub fn ready(&self) -> Result<Sandbox, SandboxError> {
+        match self.mechanism {
+            Mechanism::Deferred(mode) => Sandbox::detect(mode),
+            _ => Ok(self.clone()),
+        }
+    }
+
     /// No sandbox: the plain command with the policy's environment and working directory.
     pub fn none() -> Sandbox {
         Sandbox { mechanism: Mechanism::None }
     }
 
-    /// The mechanism in use.
+    /// The mechanism in use. A deferred sandbox is probed first; one for which
+    /// nothing works here is `None` (its commands fail with the reason).
     pub fn kind(&self) -> SandboxKind {
-        match self.mechanism {
+        match &self.mechanism {
             Mechanism::Bwrap { .. } => SandboxKind::Bwrap,
             Mechanism::Landlock { .. } => SandboxKind::Landlock,
             Mechanism::None => SandboxKind::None,
+            Mechanism::Deferred(_) => self.ready().map_or(SandboxKind::None, |s| s.kind()),
         }
     }
 
@@ -175,54 +203,17 @@ impl Sandbox {
         let mut guard = CallGuard::default();
         let mut info = None;
         let env = policy.env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-        let command = match &self.mechanism {
+        let mut command = match &self.mechanism {
+            Mechanism::Deferred(_) => return self.ready()?.command(policy, argv),
             Mechanism::None => {
                 let resolved = policy::resolve(&SandboxPolicy { read_only: Vec::new(), ..policy.clone() })?;
                 let mut cmd = std::process::Command::new(program);
                 cmd.args(args).current_dir(&resolved.cwd).env_clear().envs(env);
                 cmd
             }
-            Mechanism::Bwrap { program: bwrap_program } => {
-                let registry = Registry::open()?;
-                let mut resolved = {
-                    let lock = registry.lock()?;
-                    lock.sweep();
-                    let resolved = policy::resolve(policy)?;
-                    for step in &resolved.steps {
-                        match step {
-                            policy::Step::Missing(path) => lock.create(path, &mut guard)?,
-                            policy::Step::Protect(path) if lock.is_placeholder(path) => {
-                                lock.rely_on(path, &mut guard)?
-                            }
-                            _ => {}
-                        }
-                    }
-                    resolved
-                };
-                // The registry must stay out of reach if a writable root holds it.
-                if resolved.writable.iter().any(|root| registry.dir().starts_with(root)) {
-                    resolved.hidden.push(registry.dir().to_path_buf());
-                }
-                let (read, write) = child::info_pipe().map_err(|e| SandboxError::io("cannot make a pipe", e))?;
-                let info_fd = write.as_raw_fd();
-                // The network is the namespace's; the filter is only for processes.
-                let filter = match seccomp::filter(true, policy.processes)? {
-                    Some(program) => Some(
-                        child::filled_pipe(&seccomp::bytes(&program))
-                            .map_err(|e| SandboxError::io("cannot pass the seccomp filter", e))?,
-                    ),
-                    None => None,
-                };
-                let fds = bwrap::Fds { info: Some(info_fd), seccomp: filter.as_ref().map(|f| f.as_raw_fd()) };
-                let mut cmd = std::process::Command::new(bwrap_program);
-                cmd.args(bwrap::args(&resolved, policy.network, &registry.empty_file(), fds, argv))
-                    .current_dir("/")
-                    .env_clear()
-                    .envs(env);
-                child::inherit(&mut cmd, write);
-                if let Some(filter) = filter {
-                    child::inherit(&mut cmd, filter);
-                }
+            Mechanism::Bwrap { program: bwrap } => {
+                let (mut cmd, read) = bwrap_command(bwrap, policy, argv, &mut guard)?;
+                cmd.env_clear().envs(env);
                 info = Some(read);
                 cmd
             }
@@ -238,7 +229,6 @@ impl Sandbox {
                 cmd
             }
         };
-        let mut command = command;
         let cgroup = match policy.max_processes {
             Some(max) => cgroup::limit(&mut command, max)
                 .map_err(|e| SandboxError::io("cannot make the cgroup that caps the command's processes", e))?,
@@ -246,6 +236,56 @@ impl Sandbox {
         };
         Ok(SandboxedCommand { command: tokio::process::Command::from(command), guard, info, cgroup })
     }
+}
+
+/// bubblewrap (`program`) around `argv` under `policy`, its placeholders made and held by
+/// `guard`, and the read end of its `--info-fd`.
+fn bwrap_command(
+    program: &std::path::Path,
+    policy: &SandboxPolicy,
+    argv: &[String],
+    guard: &mut CallGuard,
+) -> Result<(std::process::Command, OwnedFd), SandboxError> {
+    let registry = Registry::open()?;
+    let mut resolved = {
+        let lock = registry.lock()?;
+        lock.sweep();
+        let resolved = policy::resolve_with(policy, &|path| lock.is_placeholder(path))?;
+        for step in &resolved.steps {
+            match step {
+                policy::Step::Missing(path) => lock.create(path, false, guard)?,
+                policy::Step::MissingFolder(path) => lock.create(path, true, guard)?,
+                policy::Step::Protect(path) if lock.is_placeholder(path) => lock.rely_on(path, guard)?,
+                _ => {}
+            }
+        }
+        resolved
+    };
+    // The registry must stay out of reach if a writable root holds it.
+    if resolved.writable.iter().any(|root| registry.dir().starts_with(root)) {
+        resolved.hidden.push(registry.dir().to_path_buf());
+    }
+    let (read, write) = child::info_pipe().map_err(|e| SandboxError::io("cannot make a pipe", e))?;
+    let info_fd = write.as_raw_fd();
+    // The network is the namespace's and the host's sockets are not in the view; the filter
+    // is only for processes.
+    let filter = match seccomp::filter(true, true, policy.processes)? {
+        Some(program) => Some(
+            child::filled_pipe(&seccomp::bytes(&program))
+                .map_err(|e| SandboxError::io("cannot pass the seccomp filter", e))?,
+        ),
+        None => None,
+    };
+    let fds = bwrap::Fds { info: Some(info_fd), seccomp: filter.as_ref().map(|f| f.as_raw_fd()) };
+    let (file, dir) = (registry.empty_file(), registry.empty_dir());
+    let empty = bwrap::Empty { file: &file, dir: &dir };
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(bwrap::args(&resolved, policy.network, empty, fds, argv)).current_dir("/");
+    child::inherit(&mut cmd, write);
+    if let Some(filter) = filter {
+        child::inherit(&mut cmd, filter);
+    }
+    Ok((cmd, read))
 }
 
 #[cfg(test)]

@@ -80,15 +80,17 @@ pub(crate) enum Step {
     /// An existing file or folder kept read-only: the carve-out itself, or a
     /// file standing where a folder of the carve-out's path would be.
     Protect(PathBuf),
-    /// The first component of a carve-out's path that does not exist: it must
-    /// not be created.
+    /// The carve-out itself, missing: it must not be created.
     Missing(PathBuf),
+    /// The first missing component of a carve-out's path, a folder on its way
+    /// (`.git` of `.git/config`): it must not be created.
+    MissingFolder(PathBuf),
 }
 
 impl Step {
     pub(crate) fn path(&self) -> &Path {
         match self {
-            Step::Pin(p) | Step::Protect(p) | Step::Missing(p) => p,
+            Step::Pin(p) | Step::Protect(p) | Step::Missing(p) | Step::MissingFolder(p) => p,
         }
     }
 }
@@ -128,6 +130,15 @@ impl Resolved {
 /// Refuses relative paths, writable roots or a working directory that do not
 /// exist, and carve-outs reached through a symlink inside a writable root.
 pub(crate) fn resolve(policy: &SandboxPolicy) -> Result<Resolved, SandboxError> {
+    resolve_with(policy, &|_| false)
+}
+
+/// [`resolve`], where `is_placeholder` tells the placeholders other calls made: a carve-out's
+/// path ends at one (it is kept read-only as it is, and relied on).
+pub(crate) fn resolve_with(
+    policy: &SandboxPolicy,
+    is_placeholder: &dyn Fn(&Path) -> bool,
+) -> Result<Resolved, SandboxError> {
     let mut roots: Vec<(PathBuf, PathBuf)> = Vec::new();
     for root in &policy.writable {
         let lexical = normalize(root)?;
@@ -143,11 +154,20 @@ pub(crate) fn resolve(policy: &SandboxPolicy) -> Result<Resolved, SandboxError> 
     for path in &policy.read_only {
         let lexical = normalize(path)?;
         if let Some((root, rel)) = locate(&lexical, &roots)? {
-            steps.extend(walk(&lexical, &root, &rel)?);
+            steps.extend(walk(&lexical, &root, &rel, is_placeholder)?);
         }
     }
     steps.sort();
     steps.dedup();
+    // A path missing both as a carve-out and as a folder on the way to another gets the folder.
+    let folders: Vec<PathBuf> = steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::MissingFolder(p) => Some(p.clone()),
+            _ => None,
+        })
+        .collect();
+    steps.retain(|s| !matches!(s, Step::Missing(p) if folders.contains(p)));
 
     let mut hidden = Vec::new();
     for path in &policy.hidden {
@@ -242,7 +262,12 @@ fn locate(path: &Path, roots: &[(PathBuf, PathBuf)]) -> Result<Option<(PathBuf, 
 }
 
 /// The steps that keep `root/rel` read-only (`original` is the path as given, for messages).
-fn walk(original: &Path, root: &Path, rel: &Path) -> Result<Vec<Step>, SandboxError> {
+fn walk(
+    original: &Path,
+    root: &Path,
+    rel: &Path,
+    is_placeholder: &dyn Fn(&Path) -> bool,
+) -> Result<Vec<Step>, SandboxError> {
     let parts: Vec<_> = rel.components().collect();
     if parts.is_empty() {
         return Ok(vec![Step::Protect(root.to_path_buf())]);
@@ -254,14 +279,17 @@ fn walk(original: &Path, root: &Path, rel: &Path) -> Result<Vec<Step>, SandboxEr
         let last = i + 1 == parts.len();
         match std::fs::symlink_metadata(&current) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                steps.push(Step::Missing(current));
+                steps.push(if last { Step::Missing(current) } else { Step::MissingFolder(current) });
                 break;
             }
             Err(e) => return Err(SandboxError::io(format!("cannot inspect `{}`", current.display()), e)),
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(SandboxError::SymlinkedCarveOut { path: original.to_path_buf(), link: current });
             }
-            Ok(_) if last => steps.push(Step::Protect(current.clone())),
+            Ok(_) if last || is_placeholder(&current) => {
+                steps.push(Step::Protect(current));
+                break;
+            }
             Ok(meta) if meta.is_dir() => steps.push(Step::Pin(current.clone())),
             Ok(_) => {
                 steps.push(Step::Protect(current));

@@ -1,7 +1,8 @@
 //! The host-side bookkeeping of sandboxed calls: placeholders and scratch folders.
 //!
 //! A carve-out that does not exist yet is kept from being created by mounting
-//! an empty read-only file where it would be. The mount point has to exist on
+//! an empty read-only file where it would be (an empty read-only folder where
+//! a folder on its way would be). The mount point has to exist on
 //! the host, inside the writable root, so it is created just before the call
 //! and removed after it, but not while another call, in this process or
 //! another, still relies on it: removing a mount point on the host detaches
@@ -97,6 +98,15 @@ impl Registry {
                 fs::set_permissions(&empty, fs::Permissions::from_mode(0o444)).map_err(fail)?;
             }
         }
+        let empty = registry.empty_dir();
+        match fs::symlink_metadata(&empty) {
+            Ok(m) if m.is_dir() && m.mode() & 0o777 == 0o555 => {}
+            _ => {
+                let _ = fs::remove_file(&empty);
+                fs::DirBuilder::new().mode(0o555).create(&empty).map_err(fail)?;
+                fs::set_permissions(&empty, fs::Permissions::from_mode(0o555)).map_err(fail)?;
+            }
+        }
         Ok(registry)
     }
 
@@ -108,6 +118,11 @@ impl Registry {
     /// An empty read-only file: the source of placeholders and hidden files.
     pub(crate) fn empty_file(&self) -> PathBuf {
         self.dir.join("empty")
+    }
+
+    /// An empty read-only folder: the source of folder placeholders.
+    pub(crate) fn empty_dir(&self) -> PathBuf {
+        self.dir.join("empty-dir")
     }
 
     /// Takes the registry lock (blocking; held only for file-system bookkeeping).
@@ -180,13 +195,18 @@ impl Locked<'_> {
         fs::symlink_metadata(path).is_ok_and(|m| identity(&m) == id)
     }
 
-    /// Makes the placeholder `path` (an empty file; it must not exist) and
-    /// records that this call relies on it.
-    pub(crate) fn create(&self, path: &Path, guard: &mut CallGuard) -> Result<(), SandboxError> {
+    /// Makes the placeholder `path` (an empty file, or an empty `folder`; it must not exist)
+    /// and records that this call relies on it.
+    pub(crate) fn create(&self, path: &Path, folder: bool, guard: &mut CallGuard) -> Result<(), SandboxError> {
         let fail = |e| SandboxError::io(format!("cannot make the placeholder `{}`", path.display()), e);
         let mut record = self.hold(path, guard)?;
-        let made = OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).map_err(fail)?;
-        let meta = made.metadata().map_err(fail)?;
+        let meta = if folder {
+            fs::DirBuilder::new().mode(0o555).create(path).map_err(fail)?;
+            fs::symlink_metadata(path).map_err(fail)?
+        } else {
+            let made = OpenOptions::new().write(true).create_new(true).mode(0o444).open(path).map_err(fail)?;
+            made.metadata().map_err(fail)?
+        };
         let (dev, ino, sec, nsec) = identity(&meta);
         let mut line = format!("{dev} {ino} {sec} {nsec} ").into_bytes();
         line.extend_from_slice(path.as_os_str().as_bytes());
@@ -249,12 +269,15 @@ impl Drop for CallGuard {
     }
 }
 
-/// Removes the placeholder of `record` if it is still the file that was made, empty.
+/// Removes the placeholder of `record` if it is still the file or folder that was made, empty
+/// (removing a folder fails unless it is empty).
 fn remove_recorded(record: &mut File) {
     let Some((id, path)) = read_record(record) else { return };
     if let Ok(meta) = fs::symlink_metadata(&path) {
         if identity(&meta) == id && meta.is_file() && meta.len() == 0 {
             let _ = fs::remove_file(&path);
+        } else if identity(&meta) == id && meta.is_dir() {
+            let _ = fs::remove_dir(&path);
         }
     }
 }

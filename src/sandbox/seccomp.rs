@@ -1,13 +1,16 @@
-//! The seccomp filter of a call: no network for Landlock calls, and no new processes for
-//! calls that must stay one process.
+//! The seccomp filter of a call: no network and no host UNIX sockets for Landlock calls, and
+//! no new processes for calls that must stay one process.
 //!
 //! Landlock (ABI 4 and later) restricts TCP `connect` and `bind` only; UDP,
 //! raw sockets, netlink and UNIX sockets on the host (a Docker or D-Bus
 //! socket) stay open to it. Without network, this filter refuses `socket(2)`
 //! of every family with `EACCES`, allows `socketpair(2)` only for `AF_UNIX`
 //! (local pipes between a command's own processes), and refuses `io_uring`,
-//! which can create sockets without `socket(2)`. (bubblewrap calls get a
-//! network namespace instead.)
+//! which can create sockets without `socket(2)`. With network but without
+//! UNIX sockets it refuses `socket(2)` of `AF_UNIX` only: Landlock sees all of
+//! `/` and cannot tell a socket file inside the workspace from one outside,
+//! and connecting to one needs no write permission. (bubblewrap calls get a
+//! network namespace and a view without the host's sockets instead.)
 //!
 //! Without processes, `fork`, `vfork`, `clone` and `clone3` are refused with `EACCES`
 //! (threads too): the limits of a call (CPU time, memory) are per process, so a program that
@@ -25,10 +28,10 @@ use seccompiler::{
 
 use super::SandboxError;
 
-/// The filter for a call with or without `network` and new `processes`; `None` when it may
-/// have both.
-pub(crate) fn filter(network: bool, processes: bool) -> Result<Option<BpfProgram>, SandboxError> {
-    if network && processes {
+/// The filter for a call with or without `network`, `AF_UNIX` sockets (`unix`) and new
+/// `processes`; `None` when it may have all three.
+pub(crate) fn filter(network: bool, unix: bool, processes: bool) -> Result<Option<BpfProgram>, SandboxError> {
+    if network && unix && processes {
         return Ok(None);
     }
     // An architecture seccompiler does not know is an error, reported like any other.
@@ -41,6 +44,9 @@ pub(crate) fn filter(network: bool, processes: bool) -> Result<Option<BpfProgram
         let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
         let rule = SeccompRule::new(vec![not_unix])?;
         rules.insert(libc::SYS_socketpair, vec![rule]);
+    } else if !unix {
+        let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?;
+        rules.insert(libc::SYS_socket, vec![SeccompRule::new(vec![unix])?]);
     }
     if !processes {
         rules.insert(libc::SYS_clone, Vec::new());

@@ -133,8 +133,9 @@ pub struct ShellSettings {
 /// The sandbox of shell commands, decided once per engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ShellSandbox {
-    /// Commands run with `sandbox` (which may be `none` by choice): the workspace writable
-    /// except `read_only`, `hidden` out of sight, the network only with `network`.
+    /// Commands run with `sandbox` (which may be `none` by choice, and is probed when the first
+    /// command needs it): the workspace writable except `read_only`, `hidden` out of sight, the
+    /// network only with `network`.
     Ready { sandbox: Sandbox, read_only: Vec<PathBuf>, hidden: Vec<PathBuf>, network: bool },
     /// No sandbox works here and `security.sandbox` asks for one: every call is refused
     /// with this reason, which names the fix.
@@ -200,14 +201,17 @@ async fn run(argv: &[String], cwd: &Path, settings: &ShellSettings, processes: b
     let Some(program) = argv.first() else {
         return Err(ToolError::InvalidArgs("the command is empty".into()));
     };
+    let unavailable = |reason: &str| {
+        ToolError::Refused(format!(
+            "shell commands run only inside an OS sandbox and none works on this machine: {reason}"
+        ))
+    };
     let (sandbox, read_only, hidden, network) = match &settings.sandbox {
         ShellSandbox::Ready { sandbox, read_only, hidden, network } => (sandbox, read_only, hidden, *network),
-        ShellSandbox::Unavailable(reason) => {
-            return Err(ToolError::Refused(format!(
-                "shell commands run only inside an OS sandbox and none works on this machine: {reason}"
-            )));
-        }
+        ShellSandbox::Unavailable(reason) => return Err(unavailable(reason)),
     };
+    // The first command of the process probes the sandbox (`Sandbox::when_needed`).
+    let sandbox = sandbox.ready().map_err(|e| unavailable(&e.to_string()))?;
     let policy = SandboxPolicy {
         workspace: cwd.to_path_buf(),
         writable: vec![cwd.to_path_buf()],

@@ -1,6 +1,7 @@
 //! Escape attempts against a real bubblewrap. Skipped, saying why, where it cannot run.
 
 use std::fs;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -180,4 +181,83 @@ async fn a_placeholder_holds_until_the_last_of_two_calls_ends() {
     waiting.wait().await.unwrap();
     drop(waiting);
     assert!(!agent.exists(), "the placeholder was left behind");
+}
+
+#[tokio::test]
+async fn host_sockets_are_out_of_reach_and_a_workspace_socket_is_not() {
+    let Some(sandbox) = bwrap() else { return };
+    let Some(fx) = escape::host_unix_sockets_are_out_of_reach(&sandbox).await else { return };
+    // The benign counterpart: a socket the workspace holds (a project's own service) is the
+    // workspace's, and is reached.
+    let path = fx.ws.join("app.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let script =
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"app.sock\"); s.sendall(b\"hello\")'";
+    let output = sh(&sandbox, &fx.policy(), script).await;
+    assert_eq!(escape::unix_received(&listener), "hello|", "stderr: {}", text(&output.stderr));
+}
+
+#[tokio::test]
+async fn the_view_has_the_system_and_the_workspace_and_nothing_else_of_the_host() {
+    let Some(sandbox) = bwrap() else { return };
+    let fx = Fixture::new();
+    // (The fixture lives under /var/tmp: the folders on the way to the workspace are there, empty.)
+    let script = "for p in /home /root /var/lib /var/log /var/run /run /srv /mnt /media /sys /etc/shadow /etc/ssh; do \
+                  test -e $p && echo \"seen $p\"; done; \
+                  ls / > /dev/null && git --version > /dev/null && python3 -c 'import ssl, json, sqlite3' && \
+                  test -s /etc/ssl/certs/ca-certificates.crt && id -un > /dev/null && echo a | awk '{print}' && \
+                  touch /new 2>/dev/null || echo root-read-only";
+    let output = sh(&sandbox, &fx.policy(), script).await;
+    assert_eq!(text(&output.stdout), "a\nroot-read-only\n", "stderr: {}", text(&output.stderr));
+    assert!(!fx.base.join("new").exists());
+    // The rest of the usual corpus, where installed: jq, grep, curl without network.
+    for (program, script, expected) in [
+        ("/usr/bin/jq", "echo '{\"a\": [1, 2]}' | jq -c '.a'", "[1,2]\n"),
+        ("/usr/bin/grep", "grep -c notes notes.txt", "1\n"),
+        ("/usr/bin/curl", "curl -s file://$PWD/notes.txt", "notes\n"),
+    ] {
+        if Path::new(program).exists() {
+            let output = sh(&sandbox, &fx.policy(), script).await;
+            assert_eq!(text(&output.stdout), expected, "{script}: {}", text(&output.stderr));
+        }
+    }
+}
+
+/// Git in a workspace that is not a repository, holding one in `repo/`: at the root git says
+/// what it says anywhere outside a repository, in the sub-folder it works, and no command can
+/// make the root a repository (whose `.git/config` could run programs).
+#[tokio::test]
+async fn git_at_the_root_of_a_workspace_that_is_no_repository() {
+    let Some(sandbox) = bwrap() else { return };
+    let fx = Fixture::new();
+    fs::remove_dir_all(fx.ws.join(".git")).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(fx.ws.join("repo"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &fx.ws)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    };
+    fs::create_dir(fx.ws.join("repo")).unwrap();
+    fs::write(fx.ws.join("repo/a.txt"), "a\n").unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "a.txt"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"]);
+
+    let mut policy = fx.policy();
+    policy.env.push(("GIT_CONFIG_NOSYSTEM".into(), "1".into()));
+    let root = sh(&sandbox, &policy, "git log").await;
+    let said = text(&root.stderr);
+    assert!(said.contains("not a git repository"), "{said}");
+    assert!(!said.contains("gitfile"), "{said}");
+    let sub = sh(&sandbox, &policy, "git -C repo log --format=%s").await;
+    assert_eq!(text(&sub.stdout), "first\n", "stderr: {}", text(&sub.stderr));
+
+    let init = sh(&sandbox, &policy, "git init -q .; mkdir -p .git/hooks; echo evil > .git/config; git log").await;
+    assert!(text(&init.stderr).contains("not a git repository"), "{}", text(&init.stderr));
+    assert!(!fx.ws.join(".git").exists(), "the call left a .git behind");
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 use super::{Fixture, sh, text, unique};
@@ -96,21 +97,68 @@ pub(super) async fn missing_carve_outs_are_not_created(sandbox: &Sandbox) {
 
 pub(super) async fn hidden_paths_are_unreadable(sandbox: &Sandbox) {
     let fx = Fixture::new();
+    fs::write(fx.ws.join("secret.txt"), "TOPSECRET-WORKSPACE\n").unwrap();
+    let mut policy = fx.policy();
+    policy.hidden.push(fx.ws.join("secret.txt"));
     let script = format!(
-        "cat {h}/secret.txt {h}/.ssh/id_ed25519 {o}/forbidden.txt; grep -r TOPSECRET {h} {o} /root; \
+        "cat {h}/secret.txt {h}/.ssh/id_ed25519 {o}/forbidden.txt secret.txt; grep -r TOPSECRET {h} {o} /root .; \
          cp {h}/secret.txt copy.txt; echo pwned > {h}/planted; echo pwned >> {o}/forbidden.txt",
         h = fx.home.display(),
         o = fx.outside.display()
     );
-    let output = sh(sandbox, &fx.policy(), &script).await;
+    let output = sh(sandbox, &policy, &script).await;
     let seen = text(&output.stdout);
     assert!(!seen.contains("TOPSECRET"), "hidden content leaked: {seen}");
     assert!(fs::read_to_string(fx.ws.join("copy.txt")).map(|s| !s.contains("TOPSECRET")).unwrap_or(true));
     assert!(!fx.home.join("planted").exists());
     assert_eq!(fs::read_to_string(fx.outside.join("forbidden.txt")).unwrap(), "TOPSECRET-FORBIDDEN\n");
+    assert_eq!(fs::read_to_string(fx.ws.join("secret.txt")).unwrap(), "TOPSECRET-WORKSPACE\n");
     // The benign counterpart: files beside a hidden one are read.
-    let output = sh(sandbox, &fx.policy(), &format!("cat {}/existing.txt", fx.outside.display())).await;
-    assert_eq!(text(&output.stdout), "outside\n");
+    let output = sh(sandbox, &policy, "cat notes.txt").await;
+    assert_eq!(text(&output.stdout), "notes\n");
+}
+
+/// `python3` sends a line to the UNIX stream socket `path` and says so.
+fn unix_send_script(path: &Path) -> String {
+    format!(
+        "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{}\"); s.sendall(b\"hello\"); print(\"connected\")'",
+        path.display()
+    )
+}
+
+/// What reached `listener` (nonblocking) from calls that have ended: a connection they made
+/// waits in the backlog with its data.
+pub(super) fn unix_received(listener: &UnixListener) -> String {
+    let mut got = String::new();
+    while let Ok((mut conn, _)) = listener.accept() {
+        conn.set_nonblocking(true).unwrap();
+        let mut buf = Vec::new();
+        let _ = conn.read_to_end(&mut buf);
+        got.push_str(&String::from_utf8_lossy(&buf));
+        got.push('|');
+    }
+    got
+}
+
+/// A host service's socket outside the workspace (a folder under /var/tmp, where services
+/// keep theirs) is out of reach, with the network or without: connecting needs no write right.
+pub(super) async fn host_unix_sockets_are_out_of_reach(sandbox: &Sandbox) -> Option<Fixture> {
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: no python3");
+        return None;
+    }
+    let fx = Fixture::new();
+    let path = fx.outside.join("service.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    for network in [false, true] {
+        let mut policy = fx.policy();
+        policy.network = network;
+        let output = sh(sandbox, &policy, &unix_send_script(&path)).await;
+        assert!(!text(&output.stdout).contains("connected"), "network {network}: {}", text(&output.stdout));
+    }
+    assert_eq!(unix_received(&listener), "", "a host socket was reached");
+    Some(fx)
 }
 
 /// A process of the engine's user holding a secret in its environment.

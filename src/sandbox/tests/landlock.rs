@@ -44,6 +44,12 @@ shared!(
 );
 
 #[tokio::test]
+async fn host_unix_sockets_are_out_of_reach() {
+    let Some(sandbox) = landlock() else { return };
+    escape::host_unix_sockets_are_out_of_reach(&sandbox).await;
+}
+
+#[tokio::test]
 async fn the_environment_is_exactly_the_policys_plus_a_scratch_tmpdir() {
     let Some(sandbox) = landlock() else { return };
     escape::the_environment_is_exactly_the_policys(&sandbox, &["TMPDIR"]).await;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::policy::{Step, resolve};
+use super::policy::{self, Step, resolve};
 use super::registry::{CallGuard, Registry};
 use super::*;
 
@@ -168,7 +168,7 @@ fn carve_outs_resolve_to_pins_protections_and_placeholders() {
         Step::Missing(ws.join("AGENT.md")),
         Step::Missing(ws.join("HEARTBEAT.md")),
         Step::Missing(ws.join("templates")),
-        Step::Missing(ws.join("protected")),
+        Step::MissingFolder(ws.join("protected")),
     ];
     expected.sort();
     assert_eq!(resolved.steps, expected);
@@ -239,23 +239,18 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
     policy.hidden.push(fx.ws.join("secret"));
     policy.read_only.push(fx.ws.join("secret/inner"));
     let resolved = resolve(&policy).unwrap();
-    let args: Vec<String> = super::bwrap::args(
-        &resolved,
-        false,
-        Path::new("/E"),
-        super::bwrap::Fds { info: Some(9), seccomp: None },
-        &["true".to_string()],
-    )
-    .into_iter()
-    .map(|a| a.into_string().unwrap())
-    .collect();
+    let args = bwrap_args(&resolved, false, Some(9));
     let at = |needle: &[&str]| {
         args.windows(needle.len()).position(|w| w == needle).unwrap_or_else(|| panic!("{needle:?} in {args:?}"))
     };
     let base = fx.base.display().to_string();
     let ws = fx.ws.display().to_string();
-    assert_eq!(&args[..3], ["--ro-bind", "/", "/"]);
-    assert!(at(&["--tmpfs", &base]) < at(&["--bind", &ws, &ws]));
+    let secret = format!("{ws}/secret");
+    // The host is not in the view: the hidden folder that holds the workspace is not there to hide.
+    assert!(!args.windows(3).any(|w| w == ["--ro-bind", "/", "/"]), "{args:?}");
+    assert!(!args.contains(&base), "{args:?}");
+    assert!(at(&["--ro-bind", "/usr", "/usr"]) < at(&["--bind", &ws, &ws]));
+    assert!(at(&["--bind", &ws, &ws]) < at(&["--tmpfs", &secret]));
     assert!(
         at(&["--bind", &ws, &ws]) < at(&["--ro-bind", &format!("{ws}/routines.yaml"), &format!("{ws}/routines.yaml")])
     );
@@ -265,7 +260,8 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
     );
     assert!(at(&["--ro-bind", "/E", &format!("{ws}/AGENT.md")]) > 0);
     assert!(!args.iter().any(|a| a.ends_with("secret/inner")), "{args:?}");
-    assert!(at(&["--remount-ro", &base]) > at(&["--ro-bind", "/E", &format!("{ws}/AGENT.md")]));
+    assert!(at(&["--remount-ro", &secret]) > at(&["--ro-bind", "/E", &format!("{ws}/AGENT.md")]));
+    assert!(at(&["--remount-ro", "/"]) > at(&["--remount-ro", &secret]));
     for flag in ["--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session", "--unshare-ipc"] {
         assert!(args.contains(&flag.to_string()), "{flag}");
     }
@@ -273,8 +269,56 @@ fn bwrap_mounts_go_shallow_to_deep_and_hidden_folders_win() {
     assert!(at(&["--info-fd", "9"]) > 0);
     assert_eq!(args[args.len() - 2..], ["--".to_string(), "true".to_string()]);
 
-    let with_network = super::bwrap::args(&resolved, true, Path::new("/E"), Default::default(), &["true".to_string()]);
+    let with_network = bwrap_args(&resolved, true, None);
     assert!(!with_network.iter().any(|a| a == "--unshare-net"));
+}
+
+/// The bubblewrap arguments of `resolved` around `true`, placeholders bound from `/E` and `/D`.
+fn bwrap_args(resolved: &policy::Resolved, network: bool, info: Option<i32>) -> Vec<String> {
+    let empty = super::bwrap::Empty { file: Path::new("/E"), dir: Path::new("/D") };
+    let fds = super::bwrap::Fds { info, seccomp: None };
+    super::bwrap::args(resolved, network, empty, fds, &["true".to_string()])
+        .into_iter()
+        .map(|a| a.into_string().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_view_is_the_system_the_etc_allowlist_and_the_workspace() {
+    let fx = Fixture::new();
+    let args = bwrap_args(&resolve(&fx.policy()).unwrap(), false, None);
+    let targets: Vec<&str> =
+        args.windows(3).filter(|w| w[0] == "--ro-bind" || w[0] == "--bind").map(|w| w[2].as_str()).collect();
+    for outside in ["/", "/home", "/root", "/var", "/run", "/srv", "/sys", "/mnt", "/etc"] {
+        assert!(!targets.contains(&outside), "{outside} is bound: {args:?}");
+    }
+    for secret in ["/etc/shadow", "/etc/ssl/private", "/etc/ssh", "/etc/pip.conf", "/etc/machine-id"] {
+        assert!(!targets.iter().any(|t| t.starts_with(secret)), "{secret} is bound: {args:?}");
+    }
+    if Path::new("/etc/passwd").exists() {
+        assert!(targets.contains(&"/etc/passwd"), "{args:?}");
+    }
+    // On a merged-usr system `/bin` is the same symlink inside.
+    if let Ok(target) = fs::read_link("/bin") {
+        let target = target.display().to_string();
+        assert!(args.windows(3).any(|w| w == ["--symlink", target.as_str(), "/bin"]), "{args:?}");
+    }
+}
+
+#[test]
+fn a_missing_folder_on_the_way_to_a_carve_out_is_an_empty_folder() {
+    let fx = Fixture::new();
+    fs::remove_dir_all(fx.ws.join(".git")).unwrap();
+    let resolved = resolve(&fx.policy()).unwrap();
+    let git = fx.ws.join(".git");
+    assert!(resolved.steps.contains(&Step::MissingFolder(git.clone())), "{:?}", resolved.steps);
+    assert!(!resolved.steps.iter().any(|s| s.path().starts_with(&git) && s.path() != git), "{:?}", resolved.steps);
+    let args = bwrap_args(&resolved, false, None);
+    let git = git.display().to_string();
+    assert!(args.windows(3).any(|w| w == ["--ro-bind", "/D", git.as_str()]), "{args:?}");
+    // The carve-out itself missing stays a file.
+    let agent = fx.ws.join("AGENT.md").display().to_string();
+    assert!(args.windows(3).any(|w| w == ["--ro-bind", "/E", agent.as_str()]), "{args:?}");
 }
 
 #[test]
@@ -285,7 +329,7 @@ fn the_last_call_out_removes_a_placeholder_and_a_users_file_is_kept() {
     let (mut first, mut second) = (CallGuard::default(), CallGuard::default());
     {
         let lock = registry.lock().unwrap();
-        lock.create(&placeholder, &mut first).unwrap();
+        lock.create(&placeholder, false, &mut first).unwrap();
         assert!(lock.is_placeholder(&placeholder));
         lock.rely_on(&placeholder, &mut second).unwrap();
     }
@@ -298,7 +342,7 @@ fn the_last_call_out_removes_a_placeholder_and_a_users_file_is_kept() {
 
     // A sweep leaves a placeholder that a live call holds.
     let mut live = CallGuard::default();
-    registry.lock().unwrap().create(&placeholder, &mut live).unwrap();
+    registry.lock().unwrap().create(&placeholder, false, &mut live).unwrap();
     registry.lock().unwrap().sweep();
     assert!(placeholder.exists(), "swept while a call holds it");
     drop(live);
@@ -310,6 +354,14 @@ fn the_last_call_out_removes_a_placeholder_and_a_users_file_is_kept() {
     registry.lock().unwrap().rely_on(&placeholder, &mut call).unwrap();
     drop(call);
     assert!(placeholder.exists());
+
+    // A folder placeholder goes the same way, unless something was put into it.
+    let folder = fx.ws.join("templates");
+    let mut call = CallGuard::default();
+    registry.lock().unwrap().create(&folder, true, &mut call).unwrap();
+    assert!(folder.is_dir() && registry.lock().unwrap().is_placeholder(&folder));
+    drop(call);
+    assert!(!folder.exists());
 }
 
 #[test]
@@ -341,7 +393,7 @@ fn leave_a_placeholder_behind() {
     };
     let registry = Registry::open_at(dir.into()).unwrap();
     let mut guard = CallGuard::default();
-    registry.lock().unwrap().create(Path::new(&path), &mut guard).unwrap();
+    registry.lock().unwrap().create(Path::new(&path), false, &mut guard).unwrap();
     std::process::exit(0);
 }
 
