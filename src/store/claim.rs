@@ -30,7 +30,7 @@ impl Store {
         context: &str,
         decide: impl FnOnce(&[(i64, RunStatus)]) -> Option<String>,
     ) -> Result<Claim, StoreError> {
-        let context = self.clean_json(context);
+        let context = self.clean_context(context);
         let owner = self.owner_id();
         if let Some(pg) = self.postgres() {
             return pg.claim_run(run, context.into_owned(), owner, decide);

@@ -35,7 +35,7 @@ impl Store {
     /// with [`Store::create_run`]. It is written once, as the run is created; a claimed fire
     /// carries it in its claim.
     pub fn set_trigger_context(&self, id: i64, context: &str) -> Result<(), StoreError> {
-        let context = self.clean_json(context);
+        let context = self.clean_context(context);
         if let Some(pg) = self.postgres() {
             return pg.set_run_text(id, "trigger_context", context.into_owned());
         }

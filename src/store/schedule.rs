@@ -113,7 +113,7 @@ impl Store {
         let now = to_db_time(Utc::now());
         let pid = std::process::id();
         let owner = self.owner_id();
-        let contexts: Vec<_> = fires.iter().map(|f| self.clean_json(f.context)).collect();
+        let contexts: Vec<_> = fires.iter().map(|f| self.clean_context(f.context)).collect();
         if let Some(pg) = self.postgres() {
             let fires = fires
                 .iter()

@@ -17,6 +17,12 @@ pub trait Scrub: Send + Sync {
 
     /// Every string of a JSON value (keys included), in place.
     fn scrub_json(&self, value: &mut serde_json::Value);
+
+    /// Every string of a JSON value the engine acts on later (a run's trigger context, which a
+    /// queued fire is run from), in place: whole secrets only. A run of characters that a path
+    /// or a body shares with a secret stays, so the run is given what arrived and not a
+    /// record's `[redacted]` in its place (issue 47: records never steer actions).
+    fn scrub_whole_json(&self, value: &mut serde_json::Value);
 }
 
 impl Store {
@@ -61,6 +67,16 @@ impl Store {
         }
     }
 
+    /// A trigger context (JSON) as it may be written: whole secrets out, the rest as it arrived
+    /// ([`Scrub::scrub_whole_json`]). Text that is not JSON is cleaned as text.
+    pub(super) fn clean_context<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let Some(scrub) = &self.scrub else { return Cow::Borrowed(text) };
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(text) else { return self.clean(text) };
+        let before = value.clone();
+        scrub.scrub_whole_json(&mut value);
+        if value == before { Cow::Borrowed(text) } else { Cow::Owned(value.to_string()) }
+    }
+
     /// JSON text as it may be written: when it holds a secret, its strings
     /// are cleaned one by one, so the result is still the same JSON (a
     /// replacement inside an escape sequence could break the text). Text that
@@ -103,6 +119,10 @@ mod tests {
                 serde_json::Value::Object(o) => o.values_mut().for_each(|v| self.scrub_json(v)),
                 _ => {}
             }
+        }
+
+        fn scrub_whole_json(&self, value: &mut serde_json::Value) {
+            self.scrub_json(value);
         }
     }
 

@@ -39,6 +39,9 @@ pub(super) struct Matcher {
     /// plain substring search over the patterns).
     automaton: Option<AhoCorasick>,
     patterns: Vec<String>,
+    /// Every whole form of every value, without pieces ([`Matcher::redact_whole`]).
+    whole: Option<AhoCorasick>,
+    whole_patterns: Vec<String>,
 }
 
 impl Matcher {
@@ -46,20 +49,22 @@ impl Matcher {
     /// dropped.
     pub(super) fn build(secrets: BTreeSet<(String, Strength)>) -> Matcher {
         let mut patterns: BTreeSet<String> = BTreeSet::new();
+        let mut whole: BTreeSet<String> = BTreeSet::new();
         for (value, strength) in &secrets {
             for form in forms(value) {
                 add_patterns(&form, *strength, &mut patterns);
+                add_patterns(&form, Strength::Whole, &mut whole);
             }
         }
         let patterns: Vec<String> = patterns.into_iter().collect();
-        let automaton = if patterns.is_empty() {
-            None
-        } else {
-            // Standard semantics: needed for overlapping search. The builder
-            // picks a DFA for small sets and a contiguous NFA for large ones.
-            AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok()
-        };
-        Matcher { secrets, automaton, patterns }
+        let whole_patterns: Vec<String> = whole.into_iter().collect();
+        Matcher {
+            secrets,
+            automaton: automaton(&patterns),
+            patterns,
+            whole: automaton(&whole_patterns),
+            whole_patterns,
+        }
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -74,47 +79,67 @@ impl Matcher {
     /// `text` with every span covered by a pattern replaced by [`REDACTED`];
     /// overlapping and touching spans become one.
     pub(super) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if self.patterns.is_empty() || text.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        let mut spans: Vec<(usize, usize)> = match &self.automaton {
-            Some(ac) => ac.find_overlapping_iter(text).map(|m| (m.start(), m.end())).collect(),
-            None => self
-                .patterns
-                .iter()
-                .flat_map(|p| text.match_indices(p.as_str()).map(|(i, m)| (i, i + m.len())))
-                .collect(),
-        };
-        if spans.is_empty() {
-            return Cow::Borrowed(text);
-        }
-        spans.sort_unstable();
-        let mut out = String::with_capacity(text.len());
-        let mut copied = 0;
-        let mut current: Option<(usize, usize)> = None;
-        for (s, e) in spans {
-            match &mut current {
-                Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
-                _ => {
-                    if let Some((cs, ce)) = current.take() {
-                        out.push_str(text.get(copied..cs).unwrap_or_default());
-                        out.push_str(REDACTED);
-                        copied = ce;
-                    }
-                    current = Some((s, e));
+        replace_spans(text, self.automaton.as_ref(), &self.patterns)
+    }
+
+    /// `text` with every whole secret, in every form, replaced by [`REDACTED`], and runs of
+    /// characters it shares with a credential left as they are: for data the engine acts on
+    /// later (a queued fire's trigger context), where a folder named like the start of a key
+    /// must stay the folder it is.
+    pub(super) fn redact_whole<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        replace_spans(text, self.whole.as_ref(), &self.whole_patterns)
+    }
+}
+
+/// The automaton of `patterns`, `None` when there are none.
+fn automaton(patterns: &[String]) -> Option<AhoCorasick> {
+    if patterns.is_empty() {
+        return None;
+    }
+    // Standard semantics: needed for overlapping search. The builder picks a DFA for small sets
+    // and a contiguous NFA for large ones.
+    AhoCorasick::builder().match_kind(MatchKind::Standard).build(patterns).ok()
+}
+
+/// `text` with every span covered by one of `patterns` (found with `automaton`, or by plain
+/// substring search where it could not be built) replaced by [`REDACTED`].
+fn replace_spans<'a>(text: &'a str, automaton: Option<&AhoCorasick>, patterns: &[String]) -> Cow<'a, str> {
+    if patterns.is_empty() || text.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut spans: Vec<(usize, usize)> = match automaton {
+        Some(ac) => ac.find_overlapping_iter(text).map(|m| (m.start(), m.end())).collect(),
+        None => patterns.iter().flat_map(|p| text.match_indices(p.as_str()).map(|(i, m)| (i, i + m.len()))).collect(),
+    };
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    spans.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut current: Option<(usize, usize)> = None;
+    for (s, e) in spans {
+        match &mut current {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((cs, ce)) = current.take() {
+                    out.push_str(text.get(copied..cs).unwrap_or_default());
+                    out.push_str(REDACTED);
+                    copied = ce;
                 }
+                current = Some((s, e));
             }
         }
-        // Matches of UTF-8 patterns in UTF-8 text fall on character
-        // boundaries, so these slices always exist.
-        if let Some((cs, ce)) = current {
-            out.push_str(text.get(copied..cs).unwrap_or_default());
-            out.push_str(REDACTED);
-            copied = ce;
-        }
-        out.push_str(text.get(copied..).unwrap_or_default());
-        Cow::Owned(out)
     }
+    // Matches of UTF-8 patterns in UTF-8 text fall on character
+    // boundaries, so these slices always exist.
+    if let Some((cs, ce)) = current {
+        out.push_str(text.get(copied..cs).unwrap_or_default());
+        out.push_str(REDACTED);
+        copied = ce;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    Cow::Owned(out)
 }
 
 /// The patterns of one form of a value: all its windows (of

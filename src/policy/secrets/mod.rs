@@ -161,25 +161,17 @@ impl Redactor {
         self.current().redact(text)
     }
 
+    /// `text` with every whole secret, in every form, replaced by [`REDACTED`]; runs of
+    /// characters shared with a credential stay (data the engine acts on later, see
+    /// [`crate::store::Scrub::scrub_whole_json`]).
+    pub fn redact_whole<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.current().redact_whole(text)
+    }
+
     /// [`Redactor::redact`] on every string of a JSON value, keys included.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
-        use serde_json::Value;
-        match value {
-            Value::String(s) => {
-                if let Cow::Owned(r) = self.redact(s) {
-                    *s = r;
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.redact_json(v)),
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (k, mut v) in entries {
-                    self.redact_json(&mut v);
-                    map.insert(self.redact(&k).into_owned(), v);
-                }
-            }
-            _ => {}
-        }
+        let matcher = self.current();
+        each_string(value, &|s| matcher.redact(s));
     }
 
     fn current(&self) -> Arc<Matcher> {
@@ -202,6 +194,32 @@ impl crate::store::Scrub for Redactor {
 
     fn scrub_json(&self, value: &mut serde_json::Value) {
         self.redact_json(value);
+    }
+
+    fn scrub_whole_json(&self, value: &mut serde_json::Value) {
+        let matcher = self.current();
+        each_string(value, &|s| matcher.redact_whole(s));
+    }
+}
+
+/// `value` with `redact` applied to every string, keys included.
+fn each_string(value: &mut serde_json::Value, redact: &dyn for<'a> Fn(&'a str) -> Cow<'a, str>) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(r) = redact(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| each_string(v, redact)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                each_string(&mut v, redact);
+                map.insert(redact(&k).into_owned(), v);
+            }
+        }
+        _ => {}
     }
 }
 

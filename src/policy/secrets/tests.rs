@@ -302,3 +302,21 @@ mod encoded {
         assert_eq!(r.redact(&format!("535 bad {login}")), "535 bad [redacted] [redacted]g==");
     }
 }
+
+#[test]
+fn data_acted_on_later_loses_whole_secrets_in_every_form_and_keeps_shared_runs() {
+    use base64::Engine as _;
+    let r = Redactor::new([KEY.to_string()]);
+    // A folder named like the start of the key: a record redacts it, the data keeps it.
+    let path = "/srv/sk-live-4f9a-reports/in.csv";
+    assert_eq!(r.redact(path), "/srv/[redacted]-reports/in.csv");
+    assert!(matches!(r.redact_whole(path), Cow::Borrowed(_)));
+    // The whole key, plain or encoded, is taken out of either.
+    let b64 = base64::engine::general_purpose::STANDARD.encode(KEY);
+    for text in [format!("k={KEY}"), format!("k={}", hex::encode(KEY)), format!("k={b64}")] {
+        assert_eq!(r.redact_whole(&text), "k=[redacted]", "{text}");
+    }
+    let mut value = serde_json::json!({ "path": path, "body": format!("token {KEY}") });
+    r.scrub_whole_json(&mut value);
+    assert_eq!(value, serde_json::json!({ "path": path, "body": "token [redacted]" }));
+}

@@ -89,3 +89,46 @@ async fn a_path_rendered_with_a_whole_secret_is_refused_and_never_stored() {
         assert_clean("deliveries", &cell, TEST_KEY.1);
     }
 }
+
+/// A daemon's fire is run from the trigger it recorded: a webhook body that shares characters
+/// with the key once reached the run as `[redacted]…`, and its delivery went to that name.
+/// Only a whole secret is taken out of what a run is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fire_is_run_from_its_trigger_as_it_arrived_less_whole_secrets() {
+    use std::time::Duration;
+    let mock = MockLlm::start().await;
+    let port = crate::common::os::free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write(
+        "routines/hook.yaml",
+        "on: [{ webhook: { path: /hooks/name, auth: none } }]\nprompt: \"Write it for {{ trigger.json.name }}.\"\n\
+         agent: { tools: [] }\noverlap: queue\ndeliver:\n  - file: { path: \"out/{{ trigger.json.name }}.md\" }\n",
+    );
+    let daemon = p.command(["daemon"]).spawn().await;
+    daemon.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    let url = format!("http://127.0.0.1:{port}/hooks/name");
+    let shared = "sk-routine-reports-q3";
+    assert!(TEST_KEY.1.starts_with(&shared[..11]), "the name shares 11 characters with the key");
+    for (i, name) in [shared.to_string(), format!("leak-{}", TEST_KEY.1)].into_iter().enumerate() {
+        mock.push(text("Written."));
+        let body = serde_json::json!({ "name": name }).to_string();
+        assert_eq!(c.post(&url).body(body).send().await.unwrap().status(), 202);
+        crate::common::wait::poll(Duration::from_secs(20), Duration::from_millis(50), async || {
+            let runs = p.history(&["hook"]).await;
+            (runs.len() == i + 1 && runs.iter().all(|r| r["status"] == "succeeded")).then_some(())
+        })
+        .await
+        .expect("the run finished");
+    }
+    drop(daemon);
+    let reqs = mock.requests();
+    let prompt = |i: usize| crate::common::content(&reqs[i], reqs[i]["messages"].as_array().unwrap().len() - 1);
+    assert!(prompt(0).contains(&format!(">{shared}</untrusted_data>")), "the run was given a record: {}", prompt(0));
+    assert_eq!(p.read(&format!("out/{shared}.md")), "Written.\n", "the delivery went by the name that arrived");
+    // The whole key is still taken out, before it is stored and before the run sees it.
+    assert!(!prompt(1).contains(TEST_KEY.1), "{}", prompt(1));
+    for cell in table(&p, "runs") {
+        assert!(!cell.contains(TEST_KEY.1), "the key was stored: {cell}");
+    }
+}
