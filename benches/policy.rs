@@ -8,26 +8,13 @@
 
 use std::collections::HashSet;
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use routines::config::Autonomy;
 use routines::policy::{CallInfo, Effect, Policy, injection};
 
-fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
-    (at(0.5), at(0.99))
-}
-
-fn time<F: FnMut()>(n: usize, mut f: F) -> (Duration, Duration) {
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        f();
-        samples.push(t.elapsed());
-    }
-    stats(samples)
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time;
 
 /// 100 KB of ordinary tool output: log lines, prose, JSON and HTML.
 fn benign_text() -> String {

@@ -7,28 +7,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use routines::policy::Redactor;
 use routines::policy::secrets::Strength;
 
 const KEY: &str = "sk-proj-4f9a2b7c1d8e6f30a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0";
 
-fn stats(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
-    (at(0.5), at(0.99))
-}
-
-fn time<F: FnMut()>(n: usize, mut f: F) -> (Duration, Duration) {
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        f();
-        samples.push(t.elapsed());
-    }
-    stats(samples)
-}
+#[path = "common/timing.rs"]
+mod timing;
+use timing::time;
 
 /// 100 KB of ordinary tool output: log lines, prose, JSON, HTML and hashes.
 fn benign_text() -> String {

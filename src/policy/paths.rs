@@ -33,14 +33,7 @@ pub enum PathError {
 /// every part that exists, and checks the result stays inside and avoids
 /// every forbidden path. Parts that do not exist yet may not contain `..`.
 pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<PathBuf, PathError> {
-    if input.contains('\0') {
-        return Err(PathError::Invalid { input: input.into(), reason: "it contains a NUL byte".into() });
-    }
-    let raw = Path::new(input);
-    let expanded = match (raw.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => raw.to_path_buf(),
-    };
+    let expanded = expand(input)?;
     let joined = if expanded.is_absolute() { expanded } else { workspace.join(expanded) };
     if under_any(forbidden, &lexical(&joined)) {
         return Err(PathError::Forbidden { input: input.into() });
@@ -87,14 +80,7 @@ pub fn confine(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<P
 /// path is kept as given: where its `..` and symlinks lead is for the open beneath the
 /// workspace to find ([`super::beneath`]).
 pub fn relative(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<PathBuf, PathError> {
-    if input.contains('\0') {
-        return Err(PathError::Invalid { input: input.into(), reason: "it contains a NUL byte".into() });
-    }
-    let raw = Path::new(input);
-    let expanded = match (raw.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => raw.to_path_buf(),
-    };
+    let expanded = expand(input)?;
     let joined = lexical(&workspace.join(&expanded));
     if under_any(forbidden, &joined) {
         return Err(PathError::Forbidden { input: input.into() });
@@ -106,6 +92,18 @@ pub fn relative(workspace: &Path, forbidden: &[PathBuf], input: &str) -> Result<
         Ok(rel) => Ok(rel.to_path_buf()),
         Err(_) => Err(PathError::Outside { input: input.into(), workspace: workspace.to_path_buf() }),
     }
+}
+
+/// `input` as a path, `~` expanded; a NUL byte refused.
+fn expand(input: &str) -> Result<PathBuf, PathError> {
+    if input.contains('\0') {
+        return Err(PathError::Invalid { input: input.into(), reason: "it contains a NUL byte".into() });
+    }
+    let raw = Path::new(input);
+    Ok(match (raw.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => raw.to_path_buf(),
+    })
 }
 
 /// Whether `path` is one of `forbidden` or lies under one (compared by components).
