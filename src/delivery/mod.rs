@@ -52,9 +52,6 @@ pub struct Deliverer {
     protected: Vec<PathBuf>,
     /// `mail.from`, or `Routines <routines@localhost>`.
     from: String,
-    /// The credentials the config names, whole: a rendered path or address holding one is
-    /// refused ([`Deliverer::refuse_secret`]).
-    credentials: Arc<[String]>,
 }
 
 /// The fields of a mail's payload that are sent as they are: the sender, the recipients and

@@ -101,12 +101,13 @@ impl Deliverer {
 }
 
 impl Deliverer {
-    /// Refuses a rendered path or address (`field`) that holds a whole credential: acted on
+    /// Refuses a rendered path or address (`field`) that holds a whole credential (any the
+    /// process knows, a webhook secret learned later included, in any encoded form): acted on
     /// as it is, and stored so, it would put the secret on disk, in a header and in the
     /// database. One that holds only a run of a secret's characters (a folder `sk-proj-x` and a
     /// key `sk-proj-…`) is used as it is; only what people read of it is redacted.
     fn refuse_secret(&self, field: &'static str, text: &str) -> Result<(), DeliveryError> {
-        if self.credentials.iter().any(|c| text.contains(c.as_str())) {
+        if self.redactor.holds_credential(text) {
             return Err(DeliveryError::SecretInTarget { field });
         }
         Ok(())

@@ -62,29 +62,8 @@ impl Deliverer {
             forbidden: config.forbidden_paths.clone(),
             protected: crate::policy::paths::with_canonical_forms(&config.engine_files()),
             from: mail_from(config),
-            credentials: credentials(config, env).into(),
         })
     }
-}
-
-/// The credentials `config` names, whole: the values of its secret variables (of a URL with a
-/// password, the password) and the API key. Not the SMTP login: an address, which mail may be
-/// sent from or to.
-fn credentials(config: &Config, env: &dyn Env) -> Vec<String> {
-    let login = config.mail.as_ref().and_then(|m| m.smtp.as_ref()).and_then(|s| s.username_env.as_deref());
-    let mut out: Vec<String> = Vec::new();
-    for var in config.secret_vars.iter().filter(|v| Some(v.as_str()) != login) {
-        let Some(value) = env.var(var) else { continue };
-        let url = reqwest::Url::parse(value.trim()).ok();
-        let password = url
-            .as_ref()
-            .and_then(|u| u.password())
-            .map(|p| percent_encoding::percent_decode_str(p).decode_utf8_lossy().into_owned());
-        out.push(password.unwrap_or_else(|| value.trim().to_string()));
-    }
-    out.extend(config.provider.api_key.as_ref().map(|k| k.expose().trim().to_string()));
-    out.retain(|v| v.chars().count() >= crate::policy::secrets::MIN_SECRET_CHARS);
-    out
 }
 
 /// The sender of mail deliveries: `mail.from`, or routines@localhost.

@@ -89,6 +89,17 @@ impl Matcher {
     pub(super) fn redact_whole<'a>(&self, text: &'a str) -> Cow<'a, str> {
         replace_spans(text, self.whole.as_ref(), &self.whole_patterns)
     }
+
+    /// Whether `text` holds a whole credential ([`Strength::Fragments`]: not an identifier such
+    /// as the SMTP login) in any form. A plain search over the forms: the texts asked about
+    /// (a rendered path, an address) are short.
+    pub(super) fn holds_credential(&self, text: &str) -> bool {
+        self.secrets
+            .iter()
+            .filter(|(_, strength)| *strength == Strength::Fragments)
+            .flat_map(|(value, _)| forms(value))
+            .any(|form| form.text.chars().count() >= form.min && text.contains(form.text.as_str()))
+    }
 }
 
 /// The automaton of `patterns`, `None` when there are none.

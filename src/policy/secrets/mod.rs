@@ -168,6 +168,13 @@ impl Redactor {
         self.current().redact_whole(text)
     }
 
+    /// Whether `text` holds a whole credential (a key, a password, a token; not an identifier
+    /// such as the SMTP login), as written or in any encoded form the redactor knows: what is
+    /// acted on as written (a delivery's path or address) must not carry one.
+    pub fn holds_credential(&self, text: &str) -> bool {
+        self.current().holds_credential(text)
+    }
+
     /// [`Redactor::redact`] on every string of a JSON value, keys included.
     pub fn redact_json(&self, value: &mut serde_json::Value) {
         let matcher = self.current();

@@ -320,3 +320,19 @@ fn data_acted_on_later_loses_whole_secrets_in_every_form_and_keeps_shared_runs()
     r.scrub_whole_json(&mut value);
     assert_eq!(value, serde_json::json!({ "path": path, "body": "token [redacted]" }));
 }
+
+#[test]
+fn a_whole_credential_is_found_in_any_form_and_an_identifier_or_a_shared_run_is_not() {
+    use base64::Engine as _;
+    let r = Redactor::new([KEY.to_string()]);
+    r.learn_with([("ops@example.com".to_string(), Strength::Whole)]);
+    assert!(r.holds_credential(&format!("out/{KEY}.md")));
+    assert!(r.holds_credential(&format!("out/{}.md", hex::encode(KEY))));
+    assert!(r.holds_credential(&format!("out/{}.md", base64::engine::general_purpose::URL_SAFE.encode(KEY))));
+    // A folder named like the start of the key, and the SMTP login as an address, are not.
+    assert!(!r.holds_credential("sk-live-4f9a-reports/out.md"));
+    assert!(!r.holds_credential("ops@example.com"));
+    // A secret learned later (a webhook route's) counts from then on.
+    r.learn(["whsec-9d8c7b6a5f4e3d2c".to_string()]);
+    assert!(r.holds_credential("out/whsec-9d8c7b6a5f4e3d2c.md"));
+}

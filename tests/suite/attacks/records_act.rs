@@ -90,6 +90,33 @@ async fn a_path_rendered_with_a_whole_secret_is_refused_and_never_stored() {
     }
 }
 
+/// A webhook route's token, learned by the process after the config, and a key in an encoded
+/// form, are credentials too: a path rendered with either is refused, and neither is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_rendered_with_a_webhook_token_or_an_encoded_key_is_refused() {
+    const TOKEN: &str = "whtok-5e4d3c2b1a09f8e7";
+    let mock = MockLlm::start().await;
+    let p = Routines::project(&mock.base_url(), "").env("HOOK_TOKEN", TOKEN);
+    p.write("routines/hook.yaml", "on: [{ webhook: { path: /hooks/x, token_env: HOOK_TOKEN } }]\nprompt: Hi.\n");
+    let hex_key: String = TEST_KEY.1.bytes().map(|b| format!("{b:02x}")).collect();
+    p.write(
+        "routines/leak.yaml",
+        &format!(
+            "prompt: Report.\nvars: {{ a: {TOKEN}, b: {hex_key} }}\ndeliver:\n  - file: {{ path: \"out/{{{{ vars.a }}}}.md\" }}\n  - file: {{ path: \"out/{{{{ vars.b }}}}.md\" }}\n  - file: {{ path: out/kept.md }}\n"
+        ),
+    );
+    mock.push(text("All good."));
+    let json = p.run_async(["run", "leak", "--json"]).await.json();
+    let statuses: Vec<&str> =
+        json["deliveries"].as_array().unwrap().iter().filter_map(|d| d["status"].as_str()).collect();
+    assert_eq!(statuses, ["failed", "failed", "delivered"], "{json}");
+    assert!(!p.path().join(format!("out/{TOKEN}.md")).exists());
+    assert!(!p.path().join(format!("out/{hex_key}.md")).exists());
+    for cell in table(&p, "deliveries") {
+        assert!(!cell.contains(TOKEN) && !cell.contains(&hex_key), "a secret was stored: {cell}");
+    }
+}
+
 /// A daemon's fire is run from the trigger it recorded: a webhook body that shares characters
 /// with the key once reached the run as `[redacted]…`, and its delivery went to that name.
 /// Only a whole secret is taken out of what a run is given.
