@@ -359,6 +359,10 @@ fn open_failure(shown: &str, e: OpenError) -> ToolError {
 }
 
 fn io_failure(shown: &str, e: &std::io::Error) -> ToolError {
+    // Opening a socket fails with ENXIO: say what the type check of an opened file says.
+    if e.raw_os_error() == Some(libc::ENXIO) {
+        return ToolError::Refused(format!("`{shown}` is not a regular file; only regular files are read"));
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::failed(format!("`{shown}` {NOT_FOUND}")),
         std::io::ErrorKind::PermissionDenied => {
@@ -425,6 +429,10 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let refused = FileRead.call(args("pipe", None, None), &c).await.unwrap_err();
         assert_eq!(refused, ToolError::Refused("`pipe` is not a regular file; only regular files are read".into()));
+        // A socket cannot even be opened (ENXIO): refused in the same words.
+        let _listener = std::os::unix::net::UnixListener::bind(dir.path().join("sock")).unwrap();
+        let refused = FileRead.call(args("sock", None, None), &c).await.unwrap_err();
+        assert_eq!(refused, ToolError::Refused("`sock` is not a regular file; only regular files are read".into()));
         // One 3 MB line: a range returns at most MAX_READ_BYTES and says where it stopped.
         std::fs::write(dir.path().join("big.txt"), format!("{}\nend\n", "x".repeat(3 * 1024 * 1024))).unwrap();
         let out = FileRead.call(args("big.txt", Some(1), Some(2)), &c).await.unwrap();
