@@ -200,8 +200,10 @@ async fn a_glob_expands_to_what_the_sandbox_shows_and_nothing_more() {
     mock.push_all([tool_call("shell", json!({"command": "ls -d .* data/* out/* */id_rsa *"})), text("done")]);
     p.run_async(["run", "hostile"]).await.success();
     let seen = result_seen(&mock, 0);
+    // As words: `ls` writes its errors and its list to one pipe, and a line of one can be cut
+    // by the other ("ls: ./-rf" then "cannot access ...").
     for listed in ["data/big.bin", "data/small.txt", "./-rf", "routines.yaml"] {
-        assert!(seen.lines().any(|l| l == listed), "{listed} missing from {seen}");
+        assert!(seen.split_whitespace().any(|w| w == listed), "{listed} missing from {seen}");
     }
     assert!(seen.contains("cannot access 'out/*'"), "the link was listed through: {seen}");
     assert!(!seen.contains("out/id_rsa"), "a name was looked up through the link: {seen}");

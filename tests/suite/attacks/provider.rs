@@ -40,12 +40,33 @@ fn client(mock: &MockLlm, retries: u32) -> OpenAiProvider {
     OpenAiProvider::new(o).unwrap()
 }
 
+/// Forks and execs its arguments, waits for the child with `wait4` and writes the child's peak
+/// RSS (KiB) to the file named first; exits with the child's code. A process started by this
+/// test binary takes the binary's own high-water mark with it across `exec` (Linux keeps the
+/// old address space's peak in `ru_maxrss`), and the test binary holds whatever the tests
+/// running beside it hold: forked from a small Python process, the child's figure is its own.
+const MEASURE: &str = r#"
+import os, sys
+out, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(out, "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
 /// `routines ARGS` in `p`, as [`Routines::command`] runs it, with its exit code, stdout,
-/// stderr and peak resident memory in KiB (from `wait4`, for this process alone).
+/// stderr and peak resident memory in KiB (its own, see [`MEASURE`]).
 async fn run_measured(p: &Routines, mock: &MockLlm, args: &[&str]) -> (i32, String, String, i64) {
     let out = tempfile::tempdir().unwrap();
-    let (stdout_path, stderr_path) = (out.path().join("stdout"), out.path().join("stderr"));
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_routines"))
+    let (stdout_path, stderr_path, rss_path) =
+        (out.path().join("stdout"), out.path().join("stderr"), out.path().join("maxrss"));
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", MEASURE])
+        .arg(&rss_path)
+        .arg(env!("CARGO_BIN_EXE_routines"))
         .args(args)
         .current_dir(p.path())
         .env_clear()
@@ -58,19 +79,9 @@ async fn run_measured(p: &Routines, mock: &MockLlm, args: &[&str]) -> (i32, Stri
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
         .unwrap();
-    let pid = i32::try_from(child.id()).unwrap();
-    let (status, maxrss) = tokio::task::spawn_blocking(move || {
-        let mut status = 0;
-        // SAFETY: a zeroed rusage is a valid out-parameter; wait4 reaps our own child.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        assert_eq!(r, pid, "wait4 failed");
-        (status, usage.ru_maxrss)
-    })
-    .await
-    .unwrap();
-    std::mem::forget(child);
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    let code = status.code().unwrap_or(-1);
+    let maxrss = std::fs::read_to_string(&rss_path).unwrap().trim().parse().unwrap();
     (code, std::fs::read_to_string(stdout_path).unwrap(), std::fs::read_to_string(stderr_path).unwrap(), maxrss)
 }
 
