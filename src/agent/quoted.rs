@@ -2,7 +2,7 @@
 //!
 //! When the code check found something (`code_check.rs`), the report is asked from only the
 //! lines found, with "Quote each of them." The 1.5B model still answered "Yes, there were
-//! failed files in the backup log." beside `02:07:13 backup done: 88 files, 4 failed`
+//! failed files in the backup log." beside `03:16:09 backup done: 64 files, 2 failed`
 //! (bench/README.md, stop 40): true, and useless to the person it alerts. An answer holds a
 //! line when it shares a word with it that the task does not use (a number, a name, a time);
 //! when it holds none of them, the lines go under it, as the tools returned them.
@@ -89,9 +89,9 @@ mod tests {
     }
 
     const TASK: &str = "Look through var/backup.log and tell me if any backup had failed files.";
-    const LINE: &str = "2026-11-27 02:07:13 backup done: 88 files, 4 failed";
+    const LINE: &str = "2026-10-04 03:16:09 backup done: 64 files, 2 failed";
     const LOG: &str =
-        "2026-11-26 02:05:40 backup done: 90 files, 0 failed\n2026-11-27 02:07:13 backup done: 88 files, 4 failed\n";
+        "2026-10-03 03:15:22 backup done: 66 files, 0 failed\n2026-10-04 03:16:09 backup done: 64 files, 2 failed\n";
 
     #[test]
     fn an_answer_that_quotes_no_line_gets_them_under_it() {
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn an_answer_that_holds_a_word_of_a_line_stays_as_it_is() {
-        for answer in ["The backup at 02:07:13 had 4 failed files.", "88 files were backed up and 4 failed.", "4%"] {
+        for answer in ["The backup at 03:16:09 had 2 failed files.", "64 files were backed up and 2 failed.", "2%"] {
             assert_eq!(with_lines(answer, TASK, &[read(LINE)], &[LOG], Language::En), answer);
         }
         assert_eq!(with_lines("Nothing.", TASK, &[read("\n")], &[], Language::En), "Nothing.");

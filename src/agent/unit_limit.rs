@@ -248,7 +248,7 @@ mod tests {
         limit(std::iter::once(task))
     }
 
-    const DF: &str = "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   31G   17G  65% /\n\
+    const DF: &str = "Filesystem        Size  Used Avail Use% Mounted on\n/dev/sda1        50G   31G   17G  65% /\n\
                       /dev/sdb1       200G  198G  1.2G  99% /data\n/dev/sdc1        20G   12G  7.5G  62% /var\n";
 
     #[test]

@@ -184,7 +184,7 @@ mod tests {
     #[test]
     fn the_percentage_of_the_line_the_task_names_is_found() {
         let task = "Is /var more than 80% full according to df.txt? Answer yes or no with the percentage.";
-        let df = "Filesystem      Size  Used Avail Use% Mounted on\n/dev/sda1        50G   21G   27G  44% /\n\
+        let df = "Filesystem        Size  Used Avail Use% Mounted on\n/dev/sda1        50G   21G   27G  44% /\n\
                   /dev/sdb1       100G   86G   14G  86% /var\ntmpfs           2.0G     0  2.0G   0% /dev/shm\n";
         let named = named_value(task, &[read(df)]).unwrap();
         assert_eq!(

@@ -1,4 +1,4 @@
-//! A line that counts none of what the task looks for: `backup done: 1204 files, 0 failed`
+//! A line that counts none of what the task looks for: `backup done: 731 files, 0 failed`
 //! for "tell me if any backup had failed files", `sync finished, errors: 0` for "check the log
 //! for errors". Such a line is what a clean run writes, not a finding.
 //!
@@ -6,8 +6,8 @@
 //! log was `'failed' in line`; it found the three `0 failed` lines of a clean log, and the
 //! model's right `NO_REPLY` became "Yes, there were failed files" (bench/README.md, stop 40).
 //! The engine drops a found line whose counts of the task's failure words are all zero; what
-//! is left decides. A count of another word in the line (`1204 files`) does not keep it, and a
-//! line with any non-zero count of a failure word (`88 files, 4 failed`) stays a finding.
+//! is left decides. A count of another word in the line (`731 files`) does not keep it, and a
+//! line with any non-zero count of a failure word (`64 files, 2 failed`) stays a finding.
 
 use std::sync::LazyLock;
 
@@ -87,9 +87,9 @@ mod tests {
     #[test]
     fn a_zero_count_of_what_the_task_looks_for_is_not_a_finding() {
         let task = "Look through var/backup.log and tell me if any backup had failed files.";
-        assert!(says_none(task, "2026-11-27 01:04:40 backup done: 1204 files, 0 failed"));
-        assert!(!says_none(task, "2026-11-27 02:07:13 backup done: 88 files, 4 failed"));
-        assert!(!says_none(task, "2026-11-27 02:07:13 backup FAILED: disk full"), "no count: a finding");
+        assert!(says_none(task, "2026-10-03 03:15:22 backup done: 731 files, 0 failed"));
+        assert!(!says_none(task, "2026-10-04 03:16:09 backup done: 64 files, 2 failed"));
+        assert!(!says_none(task, "2026-10-04 03:16:09 backup FAILED: disk full"), "no count: a finding");
         assert!(says_none("Check the sync log for errors.", "sync finished, errors: 0, warnings=2"));
         assert!(says_none("Check the sync log for errors.", "sync finished, error=0"));
         assert!(!says_none("Check the sync log for errors.", "sync finished, errors: 3"));
