@@ -12,9 +12,9 @@ use std::hint::black_box;
 use routines::config::Autonomy;
 use routines::policy::{CallInfo, Effect, Policy, injection};
 
-#[path = "common/timing.rs"]
-mod timing;
-use timing::time;
+#[path = "common/helpers.rs"]
+mod helpers;
+use helpers::{fill, time};
 
 /// 100 KB of ordinary tool output: log lines, prose, JSON and HTML.
 fn benign_text() -> String {
@@ -25,13 +25,7 @@ fn benign_text() -> String {
         "<div class=\"post\"><h2>Release notes</h2><p>Installation instructions: run make install.</p></div>\n",
         "commit 3f2a1b9 Revert 'ignore generated files' and update the system dependencies list\n",
     ];
-    let mut s = String::with_capacity(102_400);
-    let mut i = 0;
-    while s.len() < 100 * 1024 {
-        s.push_str(parts[i % parts.len()]);
-        i += 1;
-    }
-    s
+    fill(&parts, 100 * 1024)
 }
 
 fn main() {

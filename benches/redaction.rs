@@ -13,9 +13,9 @@ use routines::policy::secrets::Strength;
 
 const KEY: &str = "sk-proj-4f9a2b7c1d8e6f30a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0";
 
-#[path = "common/timing.rs"]
-mod timing;
-use timing::time;
+#[path = "common/helpers.rs"]
+mod helpers;
+use helpers::{fill, time};
 
 /// 100 KB of ordinary tool output: log lines, prose, JSON, HTML and hashes.
 fn benign_text() -> String {
@@ -26,13 +26,7 @@ fn benign_text() -> String {
         "<div class=\"post\"><h2>Release notes</h2><p>Installation instructions: run make install.</p></div>\n",
         "commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a sha256 ZGF0YSB0aGF0IGlzIG5vdCBhIHNlY3JldA==\n",
     ];
-    let mut s = String::with_capacity(102_400);
-    let mut i = 0;
-    while s.len() < 100 * 1024 {
-        s.push_str(parts[i % parts.len()]);
-        i += 1;
-    }
-    s
+    fill(&parts, 100 * 1024)
 }
 
 fn secrets() -> Vec<(String, Strength)> {

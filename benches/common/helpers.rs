@@ -1,4 +1,4 @@
-//! Timing helpers shared by the hand-timed benchmarks (`#[path]`-included: each bench is its
+//! Helpers shared by the hand-timed benchmarks (`#[path]`-included: each bench is its
 //! own crate).
 
 use std::time::{Duration, Instant};
@@ -19,4 +19,15 @@ pub fn time<F: FnMut()>(n: usize, mut f: F) -> (Duration, Duration) {
         samples.push(t.elapsed());
     }
     stats(samples)
+}
+
+/// `parts` repeated in turn until the text is at least `bytes` long.
+pub fn fill(parts: &[&str], bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 256);
+    let mut i = 0;
+    while s.len() < bytes {
+        s.push_str(parts[i % parts.len()]);
+        i += 1;
+    }
+    s
 }
