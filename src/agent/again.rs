@@ -24,6 +24,6 @@ impl Agent {
         more.push(Message::assistant(reply.to_string()));
         more.push(Message::user(ask));
         let again = self.side_call(what, more, self.opts.temperature, self.opts.max_tokens, stats).await;
-        again.map(|r| super::evidence::answer_of(&r).trim().to_string()).unwrap_or_default()
+        again.map(|r| super::answer::answer_of(&r).trim().to_string()).unwrap_or_default()
     }
 }

@@ -5,7 +5,7 @@
 //! the limit, as a call to make; the policy decides it like any other.
 
 use super::events::{CallRecord, ToolStatus};
-use super::git_log::{commit_headers, git_log};
+use super::git_call::{commit_headers, git_log};
 use super::select::{Ask, ask_of};
 use crate::config::Language;
 

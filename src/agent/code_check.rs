@@ -360,7 +360,7 @@ impl Agent {
             .await?;
         // Like every final reply: a call written as text or template tokens is never delivered.
         let known = |name: &str| self.tools.get(name).is_some();
-        let text = match super::hygiene::settle(&super::evidence::answer_of(&reply), &known) {
+        let text = match super::hygiene::settle(&super::answer::answer_of(&reply), &known) {
             super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => text,
             _ => return None,
         };

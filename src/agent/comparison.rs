@@ -105,7 +105,7 @@ impl super::Agent {
         let plain: Vec<Message> = messages.first().into_iter().chain(messages.last()).cloned().collect();
         let what = "the answer without the worked examples";
         let again = self.side_call(what, plain, self.opts.temperature, self.opts.max_tokens, stats).await;
-        let again = again.map(|r| super::evidence::answer_of(&r).trim().to_string()).unwrap_or_default();
+        let again = again.map(|r| super::answer::answer_of(&r).trim().to_string()).unwrap_or_default();
         let again = if copied(&again, request) { String::new() } else { again };
         self.record(super::events::RunEvent::Note {
             kind: "example_copied",
@@ -115,15 +115,6 @@ impl super::Agent {
             ),
         });
         again
-    }
-}
-
-/// The reply without the line of values that the examples teach to write first, where
-/// something else remains.
-pub(super) fn without_values(reply: &str) -> &str {
-    match reply.trim_start().split_once('\n') {
-        Some((first, rest)) if first.starts_with("Values:") && !rest.trim().is_empty() => rest.trim(),
-        _ => reply.trim(),
     }
 }
 
@@ -179,12 +170,5 @@ mod tests {
         assert!(m[0].text().starts_with("Data:\n--- file_read ") && m[0].text().ends_with("says ANSWER:"));
         assert!(m[1].text().starts_with("Values: ") && m[1].text().contains("\nANSWER:\n"));
         assert!(examples(Language::Zh, "").is_none());
-    }
-
-    #[test]
-    fn the_line_of_values_is_left_out_of_the_answer() {
-        assert_eq!(without_values("Values: a 1, b 2.\nb is higher."), "b is higher.");
-        assert_eq!(without_values("Values: a 1, b 2. b is higher."), "Values: a 1, b 2. b is higher.", "nothing else");
-        assert_eq!(without_values("b is higher.\n"), "b is higher.");
     }
 }

@@ -170,7 +170,7 @@ impl Agent {
             .side_call("the numbers the answer left out", more, self.opts.temperature, self.opts.max_tokens, stats)
             .await;
         let known = |name: &str| self.tools.get(name).is_some();
-        let better = again.and_then(|r| match super::hygiene::settle(&super::evidence::answer_of(&r), &known) {
+        let better = again.and_then(|r| match super::hygiene::settle(&super::answer::answer_of(&r), &known) {
             super::hygiene::Verdict::Answer(text) if missing(own, data, &text).len() < left.len() => Some(text),
             _ => None,
         });

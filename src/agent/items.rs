@@ -234,7 +234,7 @@ impl Agent {
             return answer;
         };
         let known = |name: &str| self.tools.get(name).is_some();
-        match super::hygiene::settle(&super::evidence::answer_of(&part), &known) {
+        match super::hygiene::settle(&super::answer::answer_of(&part), &known) {
             super::hygiene::Verdict::Answer(text) if !text.trim().is_empty() => {
                 self.record(RunEvent::Note {
                     kind: "items_left_out",

@@ -8,12 +8,14 @@
 //! failed turn leaves the history as it was.
 
 mod again;
+mod answer;
 mod approach;
 pub mod attach;
 mod capped;
 mod code_check;
 mod comparison;
 mod count_only;
+mod count_word;
 mod counted;
 mod difference;
 mod dispatch;
@@ -22,6 +24,7 @@ pub mod events;
 mod evidence;
 mod false_comparison;
 mod fields;
+mod git_call;
 mod git_log;
 mod grounding;
 mod guard;

@@ -10,8 +10,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::count_word::number;
 use super::events::{CallRecord, ToolStatus};
-use super::git_log::git_log;
+use super::git_call::git_log;
 use crate::config::Language;
 
 /// A window as git reads dates: where it starts (and ends), and the task's words for it.
@@ -87,42 +88,6 @@ fn join(argv: &[String]) -> String {
         .map(|w| if plain(w) { w.clone() } else { shell_words::quote(w).into_owned() })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A count written in digits or words (English or Chinese).
-pub(super) fn number(word: &str) -> Option<u32> {
-    const WORDS: [(&str, u32); 29] = [
-        ("a", 1),
-        ("an", 1),
-        ("one", 1),
-        ("two", 2),
-        ("three", 3),
-        ("four", 4),
-        ("five", 5),
-        ("six", 6),
-        ("seven", 7),
-        ("eight", 8),
-        ("nine", 9),
-        ("ten", 10),
-        ("twelve", 12),
-        ("fourteen", 14),
-        ("thirty", 30),
-        ("ninety", 90),
-        ("一", 1),
-        ("两", 2),
-        ("二", 2),
-        ("三", 3),
-        ("四", 4),
-        ("五", 5),
-        ("六", 6),
-        ("七", 7),
-        ("八", 8),
-        ("九", 9),
-        ("十", 10),
-        ("十四", 14),
-        ("二十四", 24),
-    ];
-    word.parse().ok().or_else(|| WORDS.iter().find(|(w, _)| *w == word).map(|(_, n)| *n)).filter(|n| *n > 0)
 }
 
 /// Whether a `git log`'s words cut it by date.

@@ -3,6 +3,7 @@ mod agent_tools;
 mod attacks;
 mod chat;
 mod checkins;
+mod circles;
 mod completions;
 mod config_cli;
 mod daemon_process;

@@ -167,7 +167,7 @@ fn relative_span(task: &str, today: chrono::NaiveDate) -> Option<Span> {
         .and_then(|re| re.captures(task))
         .filter(|c| c.get(2).is_some() || words.iter().any(|w| EVENTS.contains(w)))
         .and_then(|c| {
-            let n = crate::agent::window::number(&c.get(3)?.as_str().to_lowercase())?;
+            let n = crate::agent::count_word::number(&c.get(3)?.as_str().to_lowercase())?;
             match c.get(4)?.as_str().to_lowercase().as_str() {
                 "day" => today.checked_add_days(chrono::Days::new(u64::from(n))),
                 "week" => today.checked_add_days(chrono::Days::new(u64::from(n) * 7)),

@@ -200,7 +200,7 @@ impl Agent {
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
                 // Nor is an answer copied from a worked example (`comparison.rs`).
-                let answer = evidence::answer_of(&content).to_string();
+                let answer = super::answer::answer_of(&content).to_string();
                 let answer = self.not_copied(&request.messages, answer, &mut stats).await;
                 // A silence (the token anywhere in it) is no summary that left something out.
                 let silent =

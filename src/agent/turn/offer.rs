@@ -41,7 +41,7 @@ impl Agent {
         self.note("named_files_reask", &format!("the task names {all} and no tool call used it; asked for one"));
         let message = named::message(self.opts.language, &files);
         // Where the turn was reading a git log, the file's own history is the call to make.
-        match (&files.existing[..], calls.iter().any(|c| crate::agent::git_log::git_log(c).is_some())) {
+        match (&files.existing[..], calls.iter().any(|c| crate::agent::git_call::git_log(c).is_some())) {
             ([file], true) if files.missing.is_empty() => {
                 Some(format!("{message} {}", crate::agent::git_log::history_call(self.opts.language, file)))
             }

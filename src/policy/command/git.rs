@@ -11,22 +11,8 @@
 //! - Hooks and config files already in a repository are the path policy's
 //!   business (keep `.git/` writable only by git).
 
+use super::programs::GIT_EXEC_OPTIONS;
 use super::{CommandRefusal, CommandRefusal as R};
-
-/// git options that run a given program. `--exec-path` alone only prints.
-pub(super) const GIT_EXEC_OPTIONS: &[&str] = &[
-    "--upload-pack",
-    "--receive-pack",
-    "--exec",
-    "--exec-path",
-    "--extcmd",
-    "--open-files-in-pager",
-    "--to-cmd",
-    "--cc-cmd",
-    "--header-cmd",
-    "--sendmail-cmd",
-    "--smtp-server",
-];
 
 /// Refuses git settings, options and subcommands that run another program.
 pub(super) fn git(argv: &[String]) -> Result<(), CommandRefusal> {

@@ -10,7 +10,6 @@
 
 use std::net::IpAddr;
 
-use super::git::GIT_EXEC_OPTIONS;
 use super::{CommandRefusal, CommandRefusal as R};
 use crate::policy::net::blocked_reason;
 
@@ -241,6 +240,21 @@ const GIT_INERT_KEYS: &[&str] = &[
     "tag.sort",
     "branch.sort",
     "safe.directory",
+];
+
+/// git options that run a given program. `--exec-path` alone only prints.
+pub(super) const GIT_EXEC_OPTIONS: &[&str] = &[
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--exec-path",
+    "--extcmd",
+    "--open-files-in-pager",
+    "--to-cmd",
+    "--cc-cmd",
+    "--header-cmd",
+    "--sendmail-cmd",
+    "--smtp-server",
 ];
 
 /// Whether git's setting `key` is inert: it changes identity or display, never which

@@ -20,7 +20,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD_NO_PAD;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
-use super::matcher::{FRAGMENT_CHARS, MIN_SECRET_CHARS};
+use super::{FRAGMENT_CHARS, MIN_SECRET_CHARS};
 
 /// What stays outside the percent-encoding of a value (RFC 3986 unreserved).
 const URL_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');

@@ -10,16 +10,10 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use super::REDACTED;
 use super::forms::{Form, forms};
 
-/// A run of this many characters of a credential is enough to redact it.
-pub const FRAGMENT_CHARS: usize = 8;
-/// Values shorter than this are not secrets worth hiding: replacing them
-/// would mangle ordinary text (a 3-character password matches everywhere).
-pub const MIN_SECRET_CHARS: usize = 4;
-
 /// How much of a value must appear for it to be redacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Strength {
-    /// A credential (key, password, token): any run of [`FRAGMENT_CHARS`]
+    /// A credential (key, password, token): any run of [`FRAGMENT_CHARS`](super::FRAGMENT_CHARS)
     /// characters of it, or all of it when it is shorter.
     Fragments,
     /// An identifier that is private but ordinary-looking (an SMTP login such
@@ -45,7 +39,7 @@ pub(super) struct Matcher {
 }
 
 impl Matcher {
-    /// A matcher of `secrets`: values shorter than [`MIN_SECRET_CHARS`] are
+    /// A matcher of `secrets`: values shorter than [`MIN_SECRET_CHARS`](super::MIN_SECRET_CHARS) are
     /// dropped.
     pub(super) fn build(secrets: BTreeSet<(String, Strength)>) -> Matcher {
         let mut patterns: BTreeSet<String> = BTreeSet::new();

@@ -49,7 +49,14 @@ use std::sync::{Arc, LazyLock, RwLock};
 use crate::config::{Config, Env};
 use matcher::Matcher;
 
-pub use matcher::{FRAGMENT_CHARS, MIN_SECRET_CHARS, Strength};
+pub use matcher::Strength;
+
+/// A run of this many characters of a credential is enough to redact it.
+pub const FRAGMENT_CHARS: usize = 8;
+/// Values shorter than this are not secrets worth hiding: replacing them
+/// would mangle ordinary text (a 3-character password matches everywhere).
+pub const MIN_SECRET_CHARS: usize = 4;
+
 pub use writer::{Redacting, RedactingLine};
 
 /// What replaces a secret value.
