@@ -1,6 +1,6 @@
 //! When a routine turn has looked at everything its task names: then the answer is asked from
 //! the evidence at once, one request before a small model would make the same call again
-//! (docs/ARCHITECTURE.md, "It is asked as soon as the task's named sources are used").
+//! (bench/agent-notebook.md, "It is asked as soon as the task's named sources are used").
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! The code check of a silent reply (docs/ARCHITECTURE.md, "A silence is checked by code"):
+//! The code check of a silent reply (bench/agent-notebook.md, "A silence is checked by code"):
 //! after a look, a silent token is believed only when a function the model writes finds
 //! nothing to report in what the tools returned; the engine runs it in the OS sandbox
 //! (bubblewrap here and in CI). A check that cannot decide leaves it to the review.
