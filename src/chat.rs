@@ -45,7 +45,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
     let mut failures = 0u32;
     loop {
         if interactive {
-            print!("> ");
+            out!("> ")?;
             let _ = std::io::stdout().flush();
         }
         let line = tokio::select! {
@@ -80,7 +80,7 @@ pub async fn run(config: Config) -> Result<(), Error> {
         };
         let ended_with_newline = printer.await.unwrap_or(true);
         if !ended_with_newline {
-            println!();
+            outln!()?;
         }
         match outcome {
             None => eprintln!("(cancelled)"),

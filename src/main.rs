@@ -12,6 +12,7 @@ use clap::Parser;
 use crate::app::Error;
 use crate::cli::{Cli, Command};
 
+#[macro_use]
 mod app;
 mod chat;
 mod cli;

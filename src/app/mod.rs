@@ -4,6 +4,8 @@
 
 pub mod complete;
 mod error;
+#[macro_use]
+pub mod out;
 
 use std::path::Path;
 use std::sync::Arc;

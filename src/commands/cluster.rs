@@ -58,9 +58,9 @@ pub fn run(config: &Config, json_out: bool) -> Result<(), Error> {
             ]
         })
         .collect();
-    println!(
+    outln!(
         "{}",
         table(&["NODE", "HOST", "PID", "VERSION", "ROLE", "STATE", "LAST HEARTBEAT", "RUNS", "CLOCK SKEW"], &rows)
-    );
+    )?;
     Ok(())
 }

@@ -20,8 +20,8 @@ pub fn run(shell: &str) -> Result<(), Error> {
         _ => &Bash,
     };
     let mut out = std::io::stdout().lock();
-    completer
+    let written = completer
         .write_registration(COMPLETE_VAR, "routines", "routines", "routines", &mut out)
-        .and_then(|()| out.flush())
-        .map_err(Error::Print)
+        .and_then(|()| out.flush());
+    crate::app::out::settle(written)
 }

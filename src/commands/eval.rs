@@ -35,7 +35,7 @@ pub async fn run(config: Config, cwd: &Path, suite: Option<&Path>, json_out: boo
     if json_out {
         print_json(&to_json(&report))?;
     } else {
-        println!("{}", render(&report));
+        outln!("{}", render(&report))?;
     }
     match report.tasks.len() - report.passed() {
         0 => Ok(()),

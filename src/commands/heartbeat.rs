@@ -30,7 +30,7 @@ pub async fn run(config: Config, force: bool, greeting: bool, json_out: bool) ->
         }))?;
     } else {
         match report.status {
-            RunStatus::Succeeded => println!("{}", report.output.as_deref().unwrap_or("")),
+            RunStatus::Succeeded => outln!("{}", report.output.as_deref().unwrap_or(""))?,
             RunStatus::Silent if greeting => eprintln!("the model sent no greeting (run {})", report.run_id),
             RunStatus::Silent => eprintln!("nothing needs attention (run {})", report.run_id),
             RunStatus::Skipped => eprintln!("skipped: {}", report.error.as_deref().unwrap_or("")),

@@ -64,7 +64,7 @@ pub fn list(config: &Config, json_out: bool) -> Result<(), Error> {
     } else if rows.is_empty() {
         eprintln!("no routines in {}", config.routines_dir.display());
     } else {
-        println!("{}", table(&["NAME", "ENABLED", "TRIGGERS", "NEXT FIRE", "LAST STATUS", "SKIPPED", "MISSED"], &rows));
+        outln!("{}", table(&["NAME", "ENABLED", "TRIGGERS", "NEXT FIRE", "LAST STATUS", "SKIPPED", "MISSED"], &rows))?;
     }
     if !loaded.diagnostics.is_empty() {
         eprintln!("warning: {} problem(s) in routine files; see `routines validate`", loaded.diagnostics.len());
@@ -87,7 +87,7 @@ pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> Result<(),
         eprintln!("`{name}` has no upcoming time triggers (it runs by hand, on files or webhooks)");
     } else {
         for f in fires {
-            println!("{} ({})  {}", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name(), f.kind);
+            outln!("{} ({})  {}", f.at.format("%Y-%m-%d %H:%M:%S %:z"), f.at.timezone().name(), f.kind)?;
         }
     }
     Ok(())
@@ -150,7 +150,7 @@ pub fn history(
             ]
         })
         .collect();
-    println!("{}", table(&["RUN", "ROUTINE", "STATUS", "TRIGGER", "STARTED", "TOOK", "ERROR"], &rows));
+    outln!("{}", table(&["RUN", "ROUTINE", "STATUS", "TRIGGER", "STARTED", "TOOK", "ERROR"], &rows))?;
     Ok(())
 }
 
@@ -198,23 +198,25 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
     let when = |t: Option<DateTime<Utc>>| {
         t.map_or_else(|| "-".into(), |t| t.with_timezone(tz).format("%Y-%m-%d %H:%M:%S %:z").to_string())
     };
-    println!("run {}  {}  {}", run.id, run.routine.as_deref().unwrap_or(run.kind.as_str()), run.status.as_str());
-    println!("trigger:   {} (attempt {})", run.trigger, detail.attempt);
+    outln!("run {}  {}  {}", run.id, run.routine.as_deref().unwrap_or(run.kind.as_str()), run.status.as_str())?;
+    outln!("trigger:   {} (attempt {})", run.trigger, detail.attempt)?;
     for earlier in &detail.earlier_attempts {
-        println!("earlier:   {earlier}");
+        outln!("earlier:   {earlier}")?;
     }
     if let Some(s) = run.scheduled_for {
-        println!("scheduled: {}", when(Some(s)));
+        outln!("scheduled: {}", when(Some(s)))?;
     }
-    println!("started:   {}\nfinished:  {}", when(run.started_at), when(run.finished_at));
-    println!(
+    outln!("started:   {}\nfinished:  {}", when(run.started_at), when(run.finished_at))?;
+    outln!(
         "tokens:    {} prompt, {} completion, {} model call(s)",
-        run.prompt_tokens, run.completion_tokens, run.iterations
-    );
+        run.prompt_tokens,
+        run.completion_tokens,
+        run.iterations
+    )?;
     if let Some(p) = &detail.prompt {
-        println!("\nprompt:\n{}", indent(p));
+        outln!("\nprompt:\n{}", indent(p))?;
     }
-    println!("\nevents:");
+    outln!("\nevents:")?;
     for e in &events {
         let what = match (&e.tool, &e.arguments) {
             (Some(t), Some(a)) => format!("{t} {a}"),
@@ -224,7 +226,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
             (Some(p), Some(c)) => format!("  [{p}+{c} tokens]"),
             _ => String::new(),
         };
-        println!(
+        outln!(
             "  {:>3}. {:<10} {:<12} {}ms  {}{}",
             e.seq,
             e.kind,
@@ -232,20 +234,20 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
             e.duration_ms,
             first_line(&what, 100),
             tokens
-        );
+        )?;
     }
     if !deliveries.is_empty() {
-        println!("\ndeliveries:");
+        outln!("\ndeliveries:")?;
         for d in &deliveries {
             let err = d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default();
-            println!("  {} {}  {}{}", d.kind, d.target, d.status.as_str(), err);
+            outln!("  {} {}  {}{}", d.kind, d.target, d.status.as_str(), err)?;
         }
     }
     if let Some(o) = &run.output {
-        println!("\noutput:\n{}", indent(o));
+        outln!("\noutput:\n{}", indent(o))?;
     }
     if let Some(e) = &run.error {
-        println!("\nerror:\n{}", indent(e));
+        outln!("\nerror:\n{}", indent(e))?;
     }
     Ok(())
 }

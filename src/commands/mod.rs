@@ -39,7 +39,7 @@ pub fn find<'a>(loaded: &'a LoadedRoutines, name: &str) -> Result<&'a Routine, E
 
 /// Prints `value` as pretty JSON on stdout.
 pub fn print_json(value: &serde_json::Value) -> Result<(), Error> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    outln!("{}", serde_json::to_string_pretty(value)?)?;
     Ok(())
 }
 

@@ -42,7 +42,7 @@ pub async fn run(
         if json_out {
             print_json(&json!({"routine": routine.name, "prompt": prompt, "system_prompt": system}))?;
         } else {
-            println!("# System prompt\n\n{system}\n# Prompt\n\n{prompt}");
+            outln!("# System prompt\n\n{system}\n# Prompt\n\n{prompt}")?;
         }
         return Ok(());
     }
@@ -78,7 +78,7 @@ pub async fn run(
         }))?;
     } else if let Some(out) = &report.output {
         if report.status == RunStatus::Succeeded {
-            println!("{}", out.trim_end());
+            outln!("{}", out.trim_end())?;
         }
     }
     match report.status {

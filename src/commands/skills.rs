@@ -32,7 +32,7 @@ pub fn run(config: &Config, name: Option<&str>, json_out: bool) -> Result<(), Er
                 .iter()
                 .map(|s| vec![s.name.clone(), s.description.clone(), shown(&s.shown_dir)])
                 .collect();
-            println!("{}", table(&["NAME", "DESCRIPTION", "FOLDER"], &rows));
+            outln!("{}", table(&["NAME", "DESCRIPTION", "FOLDER"], &rows))?;
         }
         return Ok(());
     };
@@ -55,9 +55,9 @@ pub fn run(config: &Config, name: Option<&str>, json_out: bool) -> Result<(), Er
         print_json(&v)?;
     } else {
         let text = skill.text()?;
-        print!("{text}");
+        out!("{text}")?;
         if !text.ends_with('\n') {
-            println!();
+            outln!()?;
         }
     }
     Ok(())

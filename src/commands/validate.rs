@@ -10,7 +10,7 @@ pub fn run(config: &Config) -> Result<(), Error> {
     let mut all = loaded.diagnostics.clone();
     all.extend(loaded.warnings.clone());
     for d in &all.sorted().0 {
-        println!("{d}");
+        outln!("{d}")?;
     }
     if loaded.diagnostics.is_empty() {
         let n = loaded.routines.len();

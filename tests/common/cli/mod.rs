@@ -155,11 +155,13 @@ pub struct Cmd<'a> {
     args: Vec<OsString>,
     env: Vec<(String, String)>,
     stdin: Option<Vec<u8>>,
+    /// Stdout is a pipe whose reader is gone before the command starts (`| head` that quit).
+    stdout_closed: bool,
 }
 
 impl<'a> Cmd<'a> {
     fn new(project: &'a Routines, program: PathBuf) -> Cmd<'a> {
-        Cmd { project, program, args: Vec::new(), env: Vec::new(), stdin: None }
+        Cmd { project, program, args: Vec::new(), env: Vec::new(), stdin: None, stdout_closed: false }
     }
 
     /// Adds arguments.
@@ -178,6 +180,13 @@ impl<'a> Cmd<'a> {
     /// closes it after the input; [`Cmd::spawn`] keeps it open for [`Running::write_stdin`].
     pub fn stdin(mut self, input: &str) -> Cmd<'a> {
         self.stdin = Some(input.as_bytes().to_vec());
+        self
+    }
+
+    /// Gives the command a stdout pipe whose reader has already gone, as `| head -1` leaves it
+    /// once `head` has its line: every write gets EPIPE. The outcome's stdout is empty.
+    pub fn stdout_closed(mut self) -> Cmd<'a> {
+        self.stdout_closed = true;
         self
     }
 
@@ -219,8 +228,16 @@ impl<'a> Cmd<'a> {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        if self.stdout_closed {
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            c.stdout(Stdio::from(writer));
+        }
         let mut child = c.spawn().unwrap_or_else(|e| panic!("cannot start `{command}`: {e}"));
-        let stdout = Capture::start(child.stdout.take().unwrap());
+        let stdout = match child.stdout.take() {
+            Some(out) => Capture::start(out),
+            None => Capture::start(tokio::io::empty()),
+        };
         let stderr = Capture::start(child.stderr.take().unwrap());
         let mut stdin = child.stdin.take();
         if let (Some(pipe), Some(input)) = (stdin.as_mut(), &self.stdin) {

@@ -127,3 +127,28 @@ async fn a_persistent_session_carries_the_history_to_the_next_run() {
     assert_eq!(turns(&reqs[3]), [json!(["user", "Entry 4."])]);
     mock.assert_clean();
 }
+
+/// `routines show 1 | head -1` and `list --json | head -1`: a reader that went away ends the
+/// command quietly with status 0, as Unix tools do, never a "Broken pipe" panic (exit 101).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_to_a_reader_that_went_away_ends_quietly() {
+    let mock = mock().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/daily.yaml", DAILY).write("routines/report.yaml", "on: [{ cron: \"0 9 * * *\" }]\nprompt: hi\n");
+    mock.push_all([text("one")]);
+    p.run_async(["run", "daily"]).await.success();
+    for args in [
+        &["show", "1"][..],
+        &["show", "1", "--json"],
+        &["list"],
+        &["list", "--json"],
+        &["history"],
+        &["history", "--json"],
+        &["next", "report"],
+        &["completions", "bash"],
+    ] {
+        let o = p.command(args).stdout_closed().run_async().await;
+        assert!(!o.stderr.contains("panicked"), "{o}");
+        o.success().stderr_is("");
+    }
+}
