@@ -16,6 +16,7 @@ mod outcome;
 mod running;
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -229,7 +230,12 @@ impl<'a> Cmd<'a> {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         if self.stdout_closed {
-            let (reader, writer) = std::io::pipe().unwrap();
+            let mut ends = [0; 2];
+            // SAFETY: `ends` has room for the two descriptors pipe(2) writes.
+            assert_eq!(unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            // SAFETY: both descriptors were just made and are owned here alone.
+            let (reader, writer) =
+                unsafe { (std::os::fd::OwnedFd::from_raw_fd(ends[0]), std::os::fd::OwnedFd::from_raw_fd(ends[1])) };
             drop(reader);
             c.stdout(Stdio::from(writer));
         }
