@@ -21,6 +21,7 @@ pub mod dispatch;
 mod error;
 pub mod lock;
 pub mod metrics;
+mod owners;
 pub mod plan;
 pub mod redeliver;
 pub mod service;

@@ -142,6 +142,9 @@ pub async fn run(
         tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, lease, server_stop.clone()))
     });
 
+    // Runs of a process that was still ending at start, judged again once it has ended.
+    let owners = super::owners::watch(dispatcher.clone(), server_stop.clone())?;
+
     // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),
     // and greetings at the day's planned times.
     let beats = config.heartbeat.enabled.then(|| {
@@ -201,7 +204,7 @@ pub async fn run(
     drop(reload_watch);
     server_stop.cancel();
     let _ = retries.await;
-    for task in [beats, greetings, sweeps].into_iter().flatten() {
+    for task in [beats, greetings, sweeps, owners].into_iter().flatten() {
         let _ = task.await;
     }
     scheduler.on_change = None;

@@ -77,6 +77,50 @@ impl Store {
         }
     }
 
+    /// The owners, other than this process, of runs still `running` (or manual runs `queued`)
+    /// on this SQLite database whose lock is held now. A daemon started while an old one is
+    /// still exiting (PID 1 of a container restarted at once) finds the old lock held and must
+    /// judge those runs again once it is let go ([`Store::wait_for_owner`]). Empty on
+    /// PostgreSQL, where the cluster's sweep judges nodes by their leases.
+    pub fn live_foreign_owners(&self) -> Result<Vec<i64>, StoreError> {
+        if self.postgres().is_some() || self.owners_dir().is_none() {
+            return Ok(Vec::new());
+        }
+        let owners: Vec<i64> = self.with_conn(|c| {
+            let mut stmt = c.prepare(
+                "SELECT DISTINCT owner FROM runs WHERE kind != 'chat' AND owner IS NOT NULL
+                 AND (status = 'running' OR (status = 'queued' AND trigger = 'manual'))",
+            )?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect()
+        })?;
+        Ok(owners.into_iter().filter(|o| *o != own_id() && self.owner_alive(Some(*o), None)).collect())
+    }
+
+    /// Blocks until `owner`'s lock is let go (its process ended), then removes its file. Returns
+    /// at once when there is no such lock. Meant for a thread of its own.
+    pub fn wait_for_owner(&self, owner: i64) -> std::io::Result<()> {
+        let Some(dir) = self.owners_dir() else { return Ok(()) };
+        let path = dir.join(format!("{owner}.lock"));
+        let file = match File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        loop {
+            // SAFETY: flock on a descriptor this function owns; blocks until the holder lets go.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                break;
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+
     fn owners_dir(&self) -> Option<PathBuf> {
         (self.path != Path::new(":memory:")).then(|| self.path.with_file_name("owners"))
     }

@@ -77,3 +77,61 @@ async fn a_daemon_that_is_pid_one_again_recovers_the_run_its_killed_self_left() 
     assert!(earlier[0].as_str().unwrap().starts_with("attempt 1 interrupted (crash)"), "{show}");
     drop(second);
 }
+
+/// The same restart overlapping the old process's exit: the new daemon starts while the old one
+/// still holds its owner lock (a PID 1 still closing its files), so at start the run's owner is
+/// alive. Once the old process lets go, the run is judged again, interrupted and run as its
+/// next attempt; before, it stayed `running` for good. The old process's last moments are
+/// played by this test holding the lock the killed daemon left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_owner_ends_after_the_new_daemon_started_is_run_again() {
+    let mock = MockLlm::start().await;
+    let port = free_port();
+    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    p.write(
+        "routines/hook.yaml",
+        "on: [{ webhook: { path: /hooks/go, auth: none } }]\nprompt: Go.\nretry: { attempts: 3, backoff: 1s }\n",
+    );
+    mock.push(hang());
+    let mut first = p.command(["daemon"]).spawn().await;
+    first.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    let c = reqwest::Client::builder().no_proxy().build().unwrap();
+    assert_eq!(c.post(format!("http://127.0.0.1:{port}/hooks/go")).body("{}").send().await.unwrap().status(), 202);
+    mock.wait_for_requests(1).await;
+    assert_eq!(p.history(&["hook", "--status", "running"]).await.len(), 1);
+    first.kill().await;
+
+    // The old process's owner lock, held as a process still ending would hold it.
+    let owners = p.path().join(".routines/owners");
+    let held: Vec<std::fs::File> = std::fs::read_dir(&owners)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "lock"))
+        .map(|f| {
+            let file = std::fs::File::open(&f).unwrap();
+            // SAFETY: flock on a descriptor this test owns.
+            assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) }, 0);
+            file
+        })
+        .collect();
+    assert!(!held.is_empty(), "the killed daemon left no owner lock in {}", owners.display());
+
+    mock.push(text("done"));
+    let second = p.command(["daemon"]).spawn().await;
+    second.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    // Judged at start: its owner's lock is held, so the run is not taken for a crash.
+    assert_eq!(p.history(&["hook", "--status", "running"]).await.len(), 1);
+
+    drop(held);
+    let finished = wait::poll(DEADLINE, Duration::from_millis(100), async || {
+        let runs = p.history(&["hook"]).await;
+        (runs.len() == 1 && runs[0]["status"] == "succeeded").then_some(runs)
+    })
+    .await;
+    let runs = p.history(&["hook"]).await;
+    assert!(finished.is_some(), "the run stayed with its ended owner: {runs:?}");
+    let show = p.show(1).await;
+    assert_eq!(show["attempt"], 2, "{show}");
+    assert!(second.stderr().contains("ended after this daemon started"), "{}", second.stderr());
+    drop(second);
+}
