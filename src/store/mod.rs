@@ -34,6 +34,7 @@ mod status;
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 pub(crate) mod testing;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -131,6 +132,10 @@ pub enum StoreError {
     /// A write done for several callers at once failed; each gets this.
     #[error("{0}")]
     Batch(String),
+    /// The SQLite file was deleted or replaced under this process: what is written now would go
+    /// to a file nobody reads again.
+    #[error("{0}; no work is taken into it")]
+    Gone(String),
 }
 
 /// Names the cause where SQLite only says "database or disk is full".
@@ -164,6 +169,25 @@ impl StoreError {
     }
 }
 
+impl Store {
+    /// Whether the SQLite file at the store's path is still the one it opened. Deleted or
+    /// replaced (another inode) under a running process, every write would go to the open,
+    /// unlinked file: asked before work is accepted, so no fire is acknowledged into it.
+    /// Always `Ok` for PostgreSQL and in-memory stores.
+    pub fn still_there(&self) -> Result<(), StoreError> {
+        let Some(opened) = self.file else { return Ok(()) };
+        let shown = self.path.display();
+        match std::fs::metadata(&self.path) {
+            Ok(m) if (m.dev(), m.ino()) == opened => Ok(()),
+            Ok(_) => Err(StoreError::Gone(format!("the database file {shown} was replaced by another file"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(StoreError::Gone(format!("the database file {shown} was deleted")))
+            }
+            Err(e) => Err(StoreError::Gone(format!("the database file {shown} cannot be read: {e}"))),
+        }
+    }
+}
+
 /// Handle to the database. Cheap to clone; clones share one connection (SQLite) or one
 /// pool (PostgreSQL).
 #[derive(Clone)]
@@ -174,6 +198,8 @@ pub struct Store {
     path: PathBuf,
     /// What written text passes through ([`Store::with_scrub`]).
     scrub: Option<Arc<dyn Scrub>>,
+    /// The SQLite file's device and inode when it was opened ([`Store::still_there`]).
+    file: Option<(u64, u64)>,
 }
 
 #[derive(Clone)]
@@ -207,7 +233,8 @@ impl Store {
         configure(&conn, true).map_err(open_err)?;
         let version = migrations::migrate(&mut conn)?;
         tracing::debug!(path = %path.display(), version, "opened database");
-        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path: path.to_path_buf(), scrub: None })
+        let file = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path: path.to_path_buf(), scrub: None, file })
     }
 
     /// Opens the store at `location`: [`Store::open`] for SQLite, [`Store::open_postgres`]
@@ -227,7 +254,7 @@ impl Store {
         let version = postgres::migrations::migrate(&pg)?;
         tracing::debug!(url = %url, version, "opened database");
         let path = data_dir.map_or_else(|| PathBuf::from(":memory:"), |d| d.join("routines.db"));
-        Ok(Store { backend: Backend::Postgres(pg), path, scrub: None })
+        Ok(Store { backend: Backend::Postgres(pg), path, scrub: None, file: None })
     }
 
     /// The PostgreSQL backend, when this store uses it.
@@ -245,7 +272,7 @@ impl Store {
         let mut conn = Connection::open_in_memory().map_err(open_err)?;
         configure(&conn, false).map_err(open_err)?;
         migrations::migrate(&mut conn)?;
-        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path, scrub: None })
+        Ok(Store { backend: Backend::Sqlite(Arc::new(Mutex::new(conn))), path, scrub: None, file: None })
     }
 
     /// The SQLite database file's path (`:memory:` for an in-memory store); `None` for

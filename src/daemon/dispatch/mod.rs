@@ -186,6 +186,13 @@ impl Dispatcher {
     /// earlier fires of the batch as active runs of its routine.
     pub fn accept_many(self: &Arc<Self>, fires: Vec<IncomingFire>) -> Vec<Result<Accepted, StoreError>> {
         let mut results: Vec<Option<Result<Accepted, StoreError>>> = (0..fires.len()).map(|_| None).collect();
+        // A database file deleted or replaced since the start takes no fire: each would be
+        // acknowledged into a file nobody reads again (`db_watch.rs` then stops the daemon).
+        if let Err(e) = self.engine.store.still_there() {
+            let message = e.to_string();
+            tracing::error!("{message}");
+            return fires.iter().map(|_| Err(StoreError::Gone(message.clone()))).collect();
+        }
         let Ok(mut state) = self.state.lock() else {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
