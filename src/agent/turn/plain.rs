@@ -101,23 +101,34 @@ impl Agent {
                 turn.push(Message::tool_result(call.id.clone(), text));
             }
         }
-        let reply = match reply {
-            Some(r) => r,
-            None => {
-                stats.hit_iteration_limit = true;
-                let note = limit_note(self.opts.language, self.opts.max_iterations);
-                self.note("iteration_limit", &note);
-                let r = if last_text.is_empty() { note } else { format!("{last_text}\n\n{note}") };
-                turn.push(Message::assistant(r.clone()));
-                r
-            }
-        };
+        let reply = self.close_turn(message, turn, reply, &last_text, stats);
+        self.last_calls = calls_made;
+        Ok(reply)
+    }
+
+    /// Ends a turn: the reply, or at the iteration limit the last text with a note saying so;
+    /// the turn joins the history, trimmed, and its summary is remembered.
+    fn close_turn(
+        &mut self,
+        message: &str,
+        mut turn: Vec<Message>,
+        reply: Option<String>,
+        last_text: &str,
+        mut stats: TurnStats,
+    ) -> String {
+        let reply = reply.unwrap_or_else(|| {
+            stats.hit_iteration_limit = true;
+            let note = limit_note(self.opts.language, self.opts.max_iterations);
+            self.note("iteration_limit", &note);
+            let r = if last_text.is_empty() { note } else { format!("{last_text}\n\n{note}") };
+            turn.push(Message::assistant(r.clone()));
+            r
+        });
         self.history.extend(turn);
         self.images.clear();
         history::trim(&mut self.history, self.opts.history_limit);
         self.last = stats;
-        self.last_calls = calls_made;
         self.remember_turn(message, &reply);
-        Ok(reply)
+        reply
     }
 }
