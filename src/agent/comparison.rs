@@ -98,6 +98,9 @@ impl super::Agent {
         answer: String,
         stats: &mut super::events::TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("example_copied") {
+            return answer;
+        }
         let request = messages.last().map(Message::text).unwrap_or_default();
         if !copied(&answer, request) {
             return answer;

@@ -66,6 +66,9 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("count_not_said") {
+            return answer;
+        }
         if answer.trim().is_empty() || says_count(&answer, n) {
             return answer;
         }

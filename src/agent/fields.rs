@@ -158,6 +158,9 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("fields_left_out") {
+            return answer;
+        }
         let left = missing(own, data, &answer);
         if left.is_empty() {
             return answer;

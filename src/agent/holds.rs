@@ -60,6 +60,9 @@ impl Agent {
         sent: &mut HeldSent,
         stats: &mut TurnStats,
     ) -> Option<String> {
+        if !self.opts.assists.allows("write_held") {
+            return None;
+        }
         // A held guess made again over what was written since is never run.
         if sent.any()
             && let Some(stale) = write_check::stale(&call.name, &call.arguments, calls)
@@ -249,6 +252,9 @@ impl Agent {
         calls: &[CallRecord],
         ctx: &crate::tools::ToolContext,
     ) -> Option<(ToolCall, String)> {
+        if !self.opts.assists.allows("write_redirected") {
+            return None;
+        }
         self.routine.as_ref()?;
         let held =
             |c: &CallRecord| c.status == ToolStatus::Refused && c.tool == call.name && c.arguments == call.arguments;

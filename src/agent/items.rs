@@ -98,6 +98,9 @@ impl Agent {
     /// has no list of records, or the filter kept every item or none or could not run (the
     /// reason is recorded).
     pub(super) async fn filter_items(&self, task: &str, stats: &mut TurnStats) -> Option<Filtered> {
+        if !self.opts.assists.allows("items_filter") {
+            return None;
+        }
         let (fence, list) = longest_list(task)?;
         let text = &task[fence.clone()];
         let items: Vec<&str> = list.items.iter().map(|r| &text[r.clone()]).collect();
@@ -197,6 +200,9 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("items_left_out") {
+            return answer;
+        }
         let missing = left_out(&kept.values, &answer);
         if missing.is_empty() {
             return answer;

@@ -28,6 +28,9 @@ impl Agent {
         first: FirstCallRule,
         specs: &[ToolSpec],
     ) -> bool {
+        if !self.opts.assists.allows("named_all_used") {
+            return false;
+        }
         let only_looks = !specs.iter().any(|t| self.acts(t) || t.name == "shell");
         let used = |name: &str| made.iter().any(|c| c.tool == name && c.status == ToolStatus::Success);
         let all_offered_used = specs.iter().filter(|t| t.name != "file_list").all(|t| used(&t.name));

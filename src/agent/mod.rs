@@ -10,6 +10,7 @@
 mod again;
 mod answer;
 mod approach;
+pub mod assists;
 pub mod attach;
 mod capped;
 mod code_check;
@@ -153,6 +154,8 @@ pub struct AgentOptions {
     pub tool_retries: u32,
     /// The wait before the first such retry, doubled for each next one.
     pub tool_retry_backoff: Duration,
+    /// Which assists step in (`agent.assist`, `agent.assist_off`).
+    pub assists: assists::Assists,
 }
 
 impl AgentOptions {
@@ -173,6 +176,7 @@ impl AgentOptions {
             first_call: FirstCall::Auto,
             tool_retries: DEFAULT_TOOL_RETRIES,
             tool_retry_backoff: Duration::from_millis(500),
+            assists: assists::Assists::default(),
         }
     }
 }
@@ -385,6 +389,9 @@ impl Agent {
     /// Runs one message to its final reply (the unattended path).
     pub async fn process_message(&mut self, message: &str) -> Result<String, AgentError> {
         let progress = self.progress.clone();
+        if self.opts.assists.off() {
+            return self.run_plain_turn(message, None, progress.as_ref()).await;
+        }
         self.run_turn(message, None, progress.as_ref()).await
     }
 
@@ -395,6 +402,9 @@ impl Agent {
         message: &str,
         tx: UnboundedSender<AgentEvent>,
     ) -> Result<String, AgentError> {
+        if self.opts.assists.off() {
+            return self.run_plain_turn(message, Some(&tx), Some(&tx)).await;
+        }
         self.run_turn(message, Some(&tx), Some(&tx)).await
     }
 

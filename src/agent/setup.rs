@@ -44,7 +44,7 @@ pub struct AgentSetup<'a> {
 
 impl AgentSetup<'_> {
     /// The agent of the config's settings. With a routine: its overrides (model, temperature,
-    /// max_iterations, autonomy, tools, first_call, tool_retries), its zone, routine mode with its silent token, and the
+    /// max_iterations, autonomy, tools, first_call, tool_retries, assist), its zone, routine mode with its silent token, and the
     /// grants of its `agent.tools` and `agent.allow_commands`. Fails when the workspace cannot
     /// be used, or a skill the routine names cannot be read.
     pub fn build(&self, routine: Option<&Routine>) -> Result<Agent, SetupError> {
@@ -74,6 +74,10 @@ impl AgentSetup<'_> {
             None => FirstCall::Auto,
         };
         opts.tool_retries = o.and_then(|o| o.tool_retries).unwrap_or(super::DEFAULT_TOOL_RETRIES);
+        opts.assists = super::assists::Assists::of(
+            (c.agent.assist, &c.agent.assist_off),
+            o.map(|o| (o.assist, o.assist_off.as_slice())),
+        );
         let autonomy = o.and_then(|o| o.autonomy).unwrap_or(c.agent.autonomy);
         let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?.with_protected(&c.engine_files());
         policy.allowed_commands = c.security.allowed_commands.clone();

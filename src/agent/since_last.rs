@@ -325,6 +325,9 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("comparison_not_said") {
+            return answer;
+        }
         if answer.trim().is_empty() || !asks_since_last(task) {
             return answer;
         }

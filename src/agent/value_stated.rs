@@ -93,6 +93,9 @@ impl Agent {
         answer: String,
         stats: &mut TurnStats,
     ) -> String {
+        if !self.opts.assists.allows("value_not_said") {
+            return answer;
+        }
         let Some(Named { value, side, limit: limit_text, words }) = named_value(task, calls) else { return answer };
         if answer.trim().is_empty() || says_value(&answer, &value) {
             return answer;

@@ -334,6 +334,12 @@ fn resolve(
     if raw.agent.max_iterations == 0 {
         problem(&["agent", "max_iterations"], "max_iterations must be at least 1".into(), None);
     }
+    for (i, name) in raw.agent.assist_off.iter().enumerate() {
+        if !super::assist::is_assist(name) {
+            let hint = super::assist::unknown_hint(name);
+            problem(&["agent", "assist_off", &i.to_string()], format!("unknown assist `{name}`"), Some(hint));
+        }
+    }
     if raw.agent.history_limit < 2 {
         problem(
             &["agent", "history_limit"],

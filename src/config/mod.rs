@@ -7,6 +7,7 @@
 //! URLs, ranges), applies environment overrides and resolves relative paths
 //! against the config file's folder.
 
+pub mod assist;
 mod duration;
 mod hours;
 mod limits;
@@ -21,6 +22,7 @@ use crate::sandbox::SandboxMode;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+pub use assist::AssistLevel;
 pub use duration::{Duration, DurationError};
 pub use hours::{HoursError, Window, parse_time};
 pub use limits::{DEFAULT_QUEUE_WINDOW, LimitSettings};
@@ -178,6 +180,12 @@ pub struct AgentSettings {
     pub shell_timeout: Duration,
     #[serde(default)]
     pub autonomy: Autonomy,
+    /// How far the engine assists the model (SPEC §13); a routine's `agent.assist` wins.
+    #[serde(default)]
+    pub assist: AssistLevel,
+    /// Assists turned off by name, for every routine (merged with a routine's list).
+    #[serde(default)]
+    pub assist_off: Vec<String>,
 }
 
 impl Default for AgentSettings {
@@ -187,6 +195,8 @@ impl Default for AgentSettings {
             history_limit: default_history_limit(),
             shell_timeout: default_shell_timeout(),
             autonomy: Autonomy::Supervised,
+            assist: AssistLevel::Full,
+            assist_off: Vec::new(),
         }
     }
 }

@@ -203,6 +203,12 @@ pub struct AgentOverrides {
     /// Retries of a read-only tool call (file_read, file_list, http_request GET, memory_recall)
     /// that failed for a reason that may pass (a timeout, a 5xx, a reset connection); default 2.
     pub tool_retries: Option<u32>,
+    /// How far the engine assists the model in this routine's runs (SPEC §13); default the
+    /// engine's `agent.assist`.
+    pub assist: Option<crate::config::AssistLevel>,
+    /// Assists turned off by name in this routine's runs, beside the engine's `agent.assist_off`.
+    #[serde(default)]
+    pub assist_off: Vec<String>,
     /// Whether a run fired by a webhook or a file event (whose prompt may carry what an outsider
     /// wrote) gets the `schedule` tool; default no: untrusted input creates no lasting routine.
     #[serde(default)]

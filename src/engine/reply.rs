@@ -37,13 +37,14 @@ impl Engine {
         if !check.is_silent(&reply) {
             return Ok(reply);
         }
-        if !looked(agent.last_calls()) && !agent.tool_specs().is_empty() {
+        let assists = agent.options().assists.clone();
+        if !looked(agent.last_calls()) && !agent.tool_specs().is_empty() && assists.allows("silence_nudge") {
             if let Some(nudge) = check.nudge() {
                 *earlier = agent.last_turn();
                 reply = self.attempts(routine, agent, &nudge, run_id, deadline).await?;
             }
         }
-        if check.is_silent(&reply) && looked(agent.last_calls()) {
+        if check.is_silent(&reply) && looked(agent.last_calls()) && assists.allows("code_check") {
             if let Some(task) = check.silence_task() {
                 let verdict = agent.code_check(&task, earlier).await;
                 match &verdict {
@@ -62,7 +63,7 @@ impl Engine {
                 }
             }
         }
-        if check.is_silent(&reply) {
+        if check.is_silent(&reply) && assists.allows("silence_review") {
             if let Some(review) = check.review(agent.last_calls()) {
                 if let Some(second) = agent.review(review, earlier).await {
                     reply = second;

@@ -24,6 +24,7 @@ mod provider;
 mod routines_cli;
 mod routines_validate;
 mod schedule;
+mod scripted_right;
 mod security;
 mod skills;
 mod snapshots;

@@ -107,6 +107,9 @@ impl Agent {
         calls: &[CallRecord],
         stats: &mut TurnStats,
     ) -> Option<Selected> {
+        if !self.opts.assists.allows("records_selection") {
+            return None;
+        }
         // "The latest release" of a document of dated or versioned sections is its newest section.
         if matches!(ask_of(task), None | Some(Ask::Last | Ask::Most))
             && sections::asks_newest(task)

@@ -3,6 +3,7 @@
 
 mod model;
 mod offer;
+mod plain;
 
 use std::collections::HashSet;
 
@@ -51,8 +52,17 @@ impl Agent {
 
         let lang = self.opts.language;
         let mode = self.opts.tool_mode;
-        let mut first =
-            FirstCallRule::for_turn(self.opts.first_call, !specs.is_empty(), mode, self.provider.accepts_tool_choice());
+        // Every intervention below asks the switch first (`assists.rs`).
+        let assists = self.opts.assists.clone();
+        let mut first = match assists.allows("first_call_reask") {
+            true => FirstCallRule::for_turn(
+                self.opts.first_call,
+                !specs.is_empty(),
+                mode,
+                self.provider.accepts_tool_choice(),
+            ),
+            false => FirstCallRule::Free,
+        };
         // A final reply that was not an answer is asked again once per turn; the message goes
         // with the next request only.
         let mut asked: Option<BadReply> = None;
@@ -144,7 +154,9 @@ impl Agent {
                 evidence::messages(message, &calls, lang, now, &remembered, note.as_deref(), picked).map(|m| {
                     (m, ("answer_from_evidence", "asked for the final answer from the task and the tool results"))
                 })
-            } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine) {
+            } else if let (1, true, Some(routine)) = (iteration, self.from_payload, &self.routine)
+                && assists.allows("answer_from_payload")
+            {
                 let (task, note) =
                     filtered.as_ref().map_or((message, None), |f| (f.task.as_str(), Some(f.note.as_str())));
                 let silent = routine.silent_token.as_deref().filter(|t| payload::may_be_silent(message, t));
@@ -219,7 +231,7 @@ impl Agent {
                     // A silence beside the records the task's own selection kept from a tool
                     // result is not believed: the 1.5B model answered `NO_REPLY` over the one row
                     // of a status page kept as not operational. The report is asked naming them.
-                    Some(kept) if silent && !answers_payload => {
+                    Some(kept) if silent && !answers_payload && assists.allows("silence_over_selection") => {
                         self.note(
                             "silence_over_selection",
                             &format!(
@@ -289,7 +301,9 @@ impl Agent {
                 if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
                     sent.repath = named::repath(message, &calls_made, &ctx);
-                    if let Some((kind, note, message)) = sent.back(message, &calls_made, silent, lang) {
+                    if let Some((kind, note, message)) =
+                        sent.back(message, &calls_made, silent, lang).filter(|(kind, ..)| assists.allows(kind))
+                    {
                         standing = Some((kind, text.clone()));
                         self.note(kind, note);
                         pending = Some(message);
@@ -314,7 +328,10 @@ impl Agent {
                 // An answer that claims a change no call made (`unchanged.rs`).
                 if let (Ok(text), false, Some(routine)) = (&answer, last, &self.routine) {
                     let silent = routine.silent_token.as_deref().is_some_and(|t| text.trim() == t.trim());
-                    if let Some((kind, note, message)) = sent.unchanged_back(message, &calls_made, silent, lang) {
+                    if let Some((kind, note, message)) = sent
+                        .unchanged_back(message, &calls_made, silent, lang)
+                        .filter(|(kind, ..)| assists.allows(kind))
+                    {
                         standing = Some((kind, text.clone()));
                         self.note(kind, note);
                         pending = Some(message);
@@ -341,20 +358,29 @@ impl Agent {
                     let looked = calls_made.iter().any(|c| c.status == ToolStatus::Success);
                     // A count of commits that says the log's count has nothing to select.
                     let commits = super::capped::miscounted(message, &calls_made, text);
-                    let why = if commits == Some(true) {
+                    let why = if commits == Some(true) && assists.allows("commits_count_reask") {
                         Some(("commits_count_reask", "the turn answered a count of commits that is not the log's"))
-                    } else if commits.is_none() && super::select::reask(message, &calls_made, text) {
+                    } else if commits.is_none()
+                        && assists.allows("records_selection_reask")
+                        && super::select::reask(message, &calls_made, text)
+                    {
                         Some(("records_selection_reask", "the turn answered a count or a pick over records itself"))
-                    } else if super::difference::note(message, &calls_made, lang).is_some() {
+                    } else if assists.allows("difference_reask")
+                        && super::difference::note(message, &calls_made, lang).is_some()
+                    {
                         Some(("difference_reask", "the turn answered which lines of one list the other lacks itself"))
-                    } else if super::git_log::newest(message, &calls_made).is_some_and(|n| !n.named_in(text)) {
+                    } else if assists.allows("newest_commit_reask")
+                        && super::git_log::newest(message, &calls_made).is_some_and(|n| !n.named_in(text))
+                    {
                         Some((
                             "newest_commit_reask",
                             "the turn answered about the last commit without naming the newest",
                         ))
-                    } else if looked && super::questions::count(message) >= 2 {
+                    } else if looked && assists.allows("questions_reask") && super::questions::count(message) >= 2 {
                         Some(("questions_reask", "the turn answered a task of several questions itself"))
-                    } else if super::read_value::contradicted(message, &calls_made, text) {
+                    } else if assists.allows("read_value_reask")
+                        && super::read_value::contradicted(message, &calls_made, text)
+                    {
                         Some((
                             "read_value_reask",
                             "the turn's answer gives what the task asks about another number than this run read",
@@ -413,7 +439,9 @@ impl Agent {
                     // (bench/README.md, stop 42).
                     Err(bad) if self.routine.is_some() && sent.failure_pending(&calls_made) => {
                         sent.repath = named::repath(message, &calls_made, &ctx);
-                        if let Some((kind, note, message)) = sent.failure_back(message, &calls_made, lang) {
+                        if let Some((kind, note, message)) =
+                            sent.failure_back(message, &calls_made, lang).filter(|(kind, ..)| assists.allows(kind))
+                        {
                             self.note(kind, &format!("{}; {note}", bad.describe()));
                             pending = Some(message);
                             look_again = true;
@@ -507,9 +535,11 @@ impl Agent {
             // more, and must call a tool: an answer now would rest on nothing.
             let can_ask = !last && ledger.repeats < 2 && !withhold;
             let stuck = match (repeats_only, can_ask && !sent.failure, &self.routine) {
-                (true, true, Some(_)) => grounding::repeated_failure(&calls_made, &|name| {
-                    specs.iter().any(|t| t.name == name && self.acts(t))
-                }),
+                (true, true, Some(_)) if assists.allows("failed_check_reask") => {
+                    grounding::repeated_failure(&calls_made, &|name| {
+                        specs.iter().any(|t| t.name == name && self.acts(t))
+                    })
+                }
                 _ => None,
             };
             if let Some(failure) = stuck {

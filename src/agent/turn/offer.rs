@@ -27,6 +27,9 @@ impl Agent {
         first: FirstCallRule,
         specs: &[ToolSpec],
     ) -> Option<String> {
+        if !self.opts.assists.allows("named_files_reask") {
+            return None;
+        }
         // A turn that looked at nothing is the first call's and the silence check's business.
         let looked = calls.iter().any(|c| c.status == ToolStatus::Success);
         if !self.asks_for_named(first, specs) || !looked {

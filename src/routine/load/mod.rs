@@ -319,6 +319,13 @@ fn check(
             }
         }
     }
+    for (i, assist) in a.assist_off.iter().enumerate() {
+        if !crate::config::assist::is_assist(assist) {
+            let idx = i.to_string();
+            let hint = crate::config::assist::unknown_hint(assist);
+            diags.push(at.error(&["agent", "assist_off", &idx], format!("unknown assist `{assist}`")).with_hint(hint));
+        }
+    }
     if let Some(t) = a.temperature {
         if !(0.0..=2.0).contains(&t) {
             diags.push(

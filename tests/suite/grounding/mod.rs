@@ -2,6 +2,7 @@
 //! are answers (never a call written as text, template tokens or nothing), a silent reply rests
 //! on a check, and read-only tools are retried when they fail for a passing reason.
 
+mod assist;
 mod code_check;
 mod code_stop;
 mod commands;
