@@ -29,7 +29,12 @@ impl Assists {
     /// Whether the assist `name` may step in.
     pub fn allows(&self, name: &str) -> bool {
         debug_assert!(crate::config::assist::is_assist(name), "`{name}` is not in the table of assists");
-        self.level == AssistLevel::Full && !self.off.iter().any(|n| n == name)
+        let in_level = match self.level {
+            AssistLevel::Off => false,
+            AssistLevel::Evidence => crate::config::assist::EVIDENCE.contains(&name),
+            AssistLevel::Full => true,
+        };
+        in_level && !self.off.iter().any(|n| n == name)
     }
 
     /// Whether the turn is the plain loop.
@@ -53,5 +58,7 @@ mod tests {
         assert!(a.off() && !a.allows("questions_reask"));
         let a = Assists::of((AssistLevel::Off, &[]), Some((Some(AssistLevel::Full), &[])));
         assert!(!a.off() && a.allows("questions_reask"));
+        let a = Assists::of((AssistLevel::Evidence, &[]), None);
+        assert!(!a.off() && a.allows("failed_check_reask") && !a.allows("questions_reask") && !a.allows("code_check"));
     }
 }

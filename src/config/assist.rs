@@ -13,10 +13,26 @@ pub enum AssistLevel {
     /// The plain loop: model calls and tool calls, answer hygiene (a tool call written as text,
     /// template tokens, an empty reply asked once more) and the silent token; nothing else.
     Off,
-    /// Every assist of [`ASSISTS`] not named in `agent.assist_off`.
+    /// The assists of [`EVIDENCE`]: each steps in only on a fact about the turn's calls (no
+    /// call made, a call failed, a file read in part, a named file never used, a write before
+    /// the reads), so a model that looks and answers right gets no request more.
+    Evidence,
+    /// Every assist of [`ASSISTS`] not named in `agent.assist_off`, also those that question
+    /// an answer from the task's words or ask the model for more (for small models).
     #[default]
     Full,
 }
+
+/// The assists of `agent.assist: evidence`.
+pub const EVIDENCE: &[&str] = &[
+    "first_call_reask",
+    "failed_check_reask",
+    "part_read_reask",
+    "named_files_reask",
+    "write_held",
+    "write_redirected",
+    "silence_nudge",
+];
 
 /// Every assist that can be turned off by name, with what it does.
 pub const ASSISTS: &[(&str, &str)] = &[
@@ -84,6 +100,13 @@ mod tests {
         assert!(!is_assist("named_all"));
         assert_eq!(unknown_hint("named_al_used"), "did you mean `named_all_used`?");
         assert!(unknown_hint("zzzzzzzz").starts_with("assists: first_call_reask, "));
+    }
+
+    #[test]
+    fn the_evidence_level_names_assists_of_the_table() {
+        for name in EVIDENCE {
+            assert!(is_assist(name), "{name}");
+        }
     }
 
     #[test]

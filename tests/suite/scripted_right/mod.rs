@@ -157,9 +157,20 @@ async fn a_model_that_is_right_gets_no_extra_request_and_its_answers_stand() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_assist_off_the_same_scripts_run_as_written() {
+    strictly_as_written("agent: { assist: off }\n").await;
+}
+
+/// The evidence level steps in only on facts about the calls, which a model that is right
+/// never gives it: not one request more, silences included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_assist_evidence_the_same_scripts_run_as_written() {
+    strictly_as_written("agent: { assist: evidence }\n").await;
+}
+
+async fn strictly_as_written(engine: &str) {
     let mut report = String::new();
     for task in tasks::TASKS {
-        let s = play(task, "agent: { assist: off }\n").await;
+        let s = play(task, engine).await;
         if s.extra != 0 || s.changed || !s.passed {
             let _ = writeln!(
                 report,
