@@ -120,6 +120,22 @@ async fn a_model_still_calling_tools_at_the_limit_fails_saying_so() {
     assert_eq!(error, "the model was still calling tools after 3 model calls: last call file_list `c`");
 }
 
+/// Asked for the answer with the tools withheld, the model went on calling them: the error says
+/// so, never "the final reply was empty".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_calling_tools_where_none_are_offered_fails_saying_so() {
+    let mock = MockLlm::start().await;
+    let p = project(&mock, "What does notes.md say?", "agent: { tools: [file_read] }\n");
+    p.write("notes.md", "Ship on Friday.\n");
+    let read = || tool_call("file_read", json!({"path": "notes.md"}));
+    mock.push_all([read(), read(), read(), read(), read(), read()]);
+    p.run_async(["run", "task"]).await.code(1);
+    let (status, error) = failed_run(&p).await;
+    assert_eq!(status, "failed");
+    assert!(error.starts_with("the model was still calling tools after "), "{error}");
+    assert!(error.ends_with("model calls: last call file_read `notes.md`"), "{error}");
+}
+
 /// The protocol: one line `TASK_FAILED: <reason>` fails the run with the reason; it is never
 /// delivered, and `on_failure` tells a person.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

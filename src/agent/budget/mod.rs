@@ -300,6 +300,20 @@ mod tests {
     }
 
     #[test]
+    fn an_earlier_result_is_shortened_as_the_turn_grows() {
+        let log: String = (1..=300).map(|i| format!("10:00:{i:03} INFO job {i} done\n")).collect();
+        let mut messages = vec![Message::system("You are a routine."), Message::user("Which job failed?")];
+        messages.extend([call("c1", "a.log"), Message::tool_result("c1", log.clone())]);
+        let b = budget(2048);
+        let one = b.fit(&request(messages.clone()), Language::En).unwrap().unwrap();
+        messages.extend([call("c2", "b.log"), Message::tool_result("c2", log)]);
+        let two = b.fit(&request(messages), Language::En).unwrap().unwrap();
+        assert!(request_tokens(&two) <= b.limit());
+        assert!(two.messages[3].text().len() < one.messages[3].text().len(), "the first read makes room");
+        assert_eq!(two.messages[3].text().len(), two.messages[5].text().len(), "equal shares");
+    }
+
+    #[test]
     fn a_prompt_that_does_not_fit_names_the_window_and_the_sizes() {
         let r = request(vec![Message::system("x".repeat(9_000)), Message::user("task")]);
         let e = budget(2048).fit(&r, Language::En).unwrap_err();
