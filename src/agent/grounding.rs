@@ -555,22 +555,22 @@ pub(super) fn failure_message(lang: Language, failure: &Failure) -> String {
 
 /// What follows calls that only repeated calls already answered: go on with another tool, or
 /// (`answer`: no tool is left to offer) answer; with every call of the turn failed
-/// (`failed_all`), an answer that says the task could not be done. Told to answer "based on the
+/// (`failed_all`), the one line that fails the run (`outcome::TASK_FAILED`). Told to answer "based on the
 /// tool results above" after `git log --author=Ana Lima` failed twice, the 1.5B model answered
 /// "Ana Lima has made 0 commits" (bench/README.md, stop 40).
 pub(super) fn repeat_message(lang: Language, answer: bool, failed_all: bool) -> &'static str {
     match (lang, answer) {
         (Language::En, true) if failed_all => {
-            "Every tool call above failed, so no result answers the task. Give your final answer in plain words: say that the task could not be done and what failed. Do not state a result. Do not call tools."
+            "Every tool call above failed, so no result answers the task. Reply with one line: TASK_FAILED: and what failed. Do not state a result. Do not call tools."
         }
         (Language::Zh, true) if failed_all => {
-            "上面的工具调用全部失败，没有任何结果能回答这个任务。请用平实的文字给出最终答案：说明任务没能完成以及失败的原因，不要给出结果，也不要再调用工具。"
+            "上面的工具调用全部失败，没有任何结果能回答这个任务。请只回复一行：TASK_FAILED: 加上失败的原因。不要给出结果，也不要再调用工具。"
         }
         (Language::En, false) if failed_all => {
-            "You already have the result of that call above; do not make it again. Every tool call so far failed: if another tool can get the facts, call it; otherwise say in plain words that the task could not be done and what failed, without stating a result."
+            "You already have the result of that call above; do not make it again. Every tool call so far failed: if another tool can get the facts, call it; otherwise reply with one line: TASK_FAILED: and what failed, without stating a result."
         }
         (Language::Zh, false) if failed_all => {
-            "上面已经有那次调用的结果，不要再调用一次。到目前为止所有工具调用都失败了：如果其他工具能拿到所需信息，就调用它；否则请用平实的文字说明任务没能完成以及失败的原因，不要给出结果。"
+            "上面已经有那次调用的结果，不要再调用一次。到目前为止所有工具调用都失败了：如果其他工具能拿到所需信息，就调用它；否则请只回复一行：TASK_FAILED: 加上失败的原因，不要给出结果。"
         }
         (Language::En, false) => {
             "You already have the result of that call above; do not make it again. If the task needs another step, take it with another tool; otherwise give your final answer in plain words."

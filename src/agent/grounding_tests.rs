@@ -305,6 +305,11 @@ fn after_every_call_failed_the_answer_is_asked_as_a_report_of_the_failure() {
         }
     }
     assert!(repeat_message(Language::En, true, true).contains("Do not state a result."));
+    for lang in [Language::En, Language::Zh] {
+        for answer in [true, false] {
+            assert!(repeat_message(lang, answer, true).contains(crate::agent::outcome::TASK_FAILED));
+        }
+    }
     assert!(repeat_message(Language::En, true, false).contains("based on the tool results above"));
 }
 

@@ -15,7 +15,8 @@ impl Agent {
     /// (routine turns held to a first tool call, whose tools all only look, `shell` not among
     /// them): every call of the round looked and succeeded (a read, a listing, a GET, a
     /// recall), every tool offered but `file_list` has been used (a task may name a source
-    /// only in words: "the website", "what you remembered"), no file was read only in part,
+    /// only in words: "the website", "what you remembered"), no file was read only in part or
+    /// cut,
     /// and the calls of the turn have used every file, folder and web address the task names
     /// ([`named::all_used`]). A routine with `shell` is left its next step: "does
     /// package.json match the latest git tag" names one file and one command.
@@ -44,6 +45,8 @@ impl Agent {
             && all_offered_used
             && looked
             && grounding::part_read(made).is_none()
+            // Nor one cut to fit the context (`budget.rs`): the rest is a search away.
+            && !made.iter().any(|c| c.tool == "file_read" && crate::tools::needs_range(&c.result))
             && named::all_used(task, made, ctx)
     }
 

@@ -12,6 +12,7 @@ mod answer;
 mod approach;
 pub mod assists;
 pub mod attach;
+mod budget;
 mod capped;
 mod code_check;
 mod comparison;
@@ -35,6 +36,7 @@ mod hygiene;
 mod items;
 mod looked;
 mod named;
+mod outcome;
 mod payload;
 pub mod prompt;
 mod python;
@@ -77,10 +79,12 @@ use crate::policy::{Grants, Policy, Redactor};
 use crate::tools::{self, AgentFacts, Registry, Shell, Tool, ToolContext};
 
 pub use attach::{AttachError, Attachment};
+pub use budget::TooLarge;
 pub use code_check::{SilenceTask, Verdict};
 pub use events::{AgentEvent, CallRecord, EventSink, RunEvent, RunGuard, Standing, ToolStatus, TurnStats};
 pub use guard::StoreGuard;
 pub use hygiene::BadReply;
+pub use outcome::{TASK_FAILED, Unfinished};
 pub use prompt::{LoadedSkill, RoutineContext, SkillsPrompt};
 pub use record::StoreRecorder;
 pub use reply::{ReplyCheck, Review, SilentToken, review_prompt};
@@ -122,6 +126,12 @@ pub enum AgentError {
     /// Another process has the run now; this one takes no step more.
     #[error("{0}")]
     Lost(String),
+    /// A request does not fit the model's context window (`budget.rs`).
+    #[error(transparent)]
+    Context(#[from] TooLarge),
+    /// A routine turn ended without an answer to deliver (`outcome.rs`).
+    #[error(transparent)]
+    Unfinished(#[from] Unfinished),
 }
 
 /// Retries of a read-only tool call after a transient failure, unless a routine sets
@@ -134,6 +144,9 @@ pub struct AgentOptions {
     pub model: String,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// `provider.context_window`; `None`: what the server reports, else the default
+    /// (`budget.rs`).
+    pub context_window: Option<u32>,
     pub max_iterations: u32,
     pub history_limit: usize,
     pub tool_mode: ToolCallMode,
@@ -164,6 +177,7 @@ impl AgentOptions {
             model: model.into(),
             temperature: None,
             max_tokens: None,
+            context_window: None,
             max_iterations: 10,
             history_limit: 50,
             tool_mode: ToolCallMode::Native,

@@ -154,8 +154,9 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
     if let Some(r) = p.routine {
         let _ = write!(
             s,
-            "\n## Routine execution\nYou are running the routine `{}` unattended: no user is present to answer. Never ask questions or wait for confirmation. Finish the task, or report exactly what failed and why. Your final reply is the routine's output.\n",
-            r.name
+            "\n## Routine execution\nYou are running the routine `{}` unattended: no user is present to answer. Never ask questions or wait for confirmation. Your final reply is the routine's output. If you cannot do the task, reply with one line `{} <what failed and why>` instead: that fails the run and tells a person.\n",
+            r.name,
+            super::outcome::TASK_FAILED
         );
         if let Some(token) = &r.silent_token {
             let _ = writeln!(

@@ -62,6 +62,7 @@ impl AgentSetup<'_> {
         let mut opts = AgentOptions::new(model);
         opts.temperature = Some(o.and_then(|o| o.temperature).unwrap_or(c.provider.temperature));
         opts.max_tokens = c.provider.max_tokens;
+        opts.context_window = c.provider.context_window;
         opts.max_iterations = o.and_then(|o| o.max_iterations).unwrap_or(c.agent.max_iterations);
         opts.history_limit = c.agent.history_limit;
         opts.tool_mode = c.provider.tool_calls;

@@ -84,6 +84,14 @@ impl Agent {
             tracing::warn!(what, error = %e, "A side call was not made.");
             return None;
         }
+        // No request is sent larger than the model's context (`budget.rs`).
+        let request = match self.fit_request(&request).await {
+            Ok(fitted) => fitted.into_owned(),
+            Err(e) => {
+                tracing::warn!(what, error = %e, "A side call was not made.");
+                return None;
+            }
+        };
         let started = Instant::now();
         let result = self.provider.chat(&request).await;
         let usage = result.as_ref().map(|r| r.usage).unwrap_or_default();

@@ -74,6 +74,8 @@ pub struct ProviderConfig {
     pub model: Option<String>,
     pub temperature: f32,
     pub max_tokens: Option<u32>,
+    /// `provider.context_window`: tokens the model's context holds.
+    pub context_window: Option<u32>,
     pub timeout: Duration,
     pub tool_calls: ToolCallMode,
     pub max_retries: u32,
@@ -331,6 +333,13 @@ fn resolve(
     if p.timeout.get().is_zero() {
         problem(&["provider", "timeout"], "timeout must be longer than 0s".into(), None);
     }
+    if p.context_window == Some(0) {
+        problem(
+            &["provider", "context_window"],
+            "context_window must be at least 1".into(),
+            Some("the model's context in tokens, e.g. 8192; leave it out to use what the server reports".into()),
+        );
+    }
     if raw.agent.max_iterations == 0 {
         problem(&["agent", "max_iterations"], "max_iterations must be at least 1".into(), None);
     }
@@ -525,6 +534,7 @@ fn provider_config(p: &super::ProviderSettings, env: &dyn Env) -> ProviderConfig
         model: env.var("ROUTINES_MODEL").or_else(|| p.model.clone()),
         temperature: p.temperature,
         max_tokens: p.max_tokens,
+        context_window: p.context_window,
         timeout: p.timeout,
         tool_calls: p.tool_calls,
         max_retries: p.max_retries,
@@ -674,6 +684,20 @@ mod tests {
         assert!(valid(all_day));
         // Switched off, the numbers are not checked.
         assert!(valid("heartbeat:\n  greeting: { enabled: false, max_per_day: 0 }\n"));
+    }
+
+    #[test]
+    fn the_context_window_is_a_positive_number_of_tokens() {
+        assert_eq!(
+            errors("provider:\n  context_window: 0\n"),
+            vec![
+                "/cfg/routines.yaml:2:19: context_window must be at least 1\n  help: the model's context in tokens, e.g. 8192; leave it out to use what the server reports"
+            ]
+        );
+        let e = errors("provider:\n  context_window: 8k\n");
+        assert!(e[0].starts_with("/cfg/routines.yaml:2:19: "), "{e:?}");
+        let c = from_str(Path::new("/cfg/routines.yaml"), "provider:\n  context_window: 8192\n", &env(&[])).unwrap();
+        assert_eq!(c.provider.context_window, Some(8192));
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct ProviderSettings {
     #[serde(default = "default_temperature")]
     pub temperature: f32,
     pub max_tokens: Option<u32>,
+    /// Tokens the model's context holds; unset: what the server reports, else 8192. No request
+    /// is sent larger (SPEC §13).
+    pub context_window: Option<u32>,
     /// Per-request timeout.
     #[serde(default = "default_provider_timeout")]
     pub timeout: Duration,
@@ -146,6 +149,7 @@ impl Default for ProviderSettings {
             model: None,
             temperature: default_temperature(),
             max_tokens: None,
+            context_window: None,
             timeout: default_provider_timeout(),
             tool_calls: ToolCallMode::Native,
             max_retries: default_max_retries(),

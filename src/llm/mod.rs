@@ -1,6 +1,7 @@
 //! Talking to models: the [`Provider`] trait, its message types, and one
 //! client for any OpenAI-compatible chat-completions API.
 
+pub mod context;
 mod error;
 pub mod json_calls;
 mod openai;
@@ -12,6 +13,7 @@ mod wire;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+pub use context::{ContextWindow, DEFAULT_CONTEXT_WINDOW, WindowSource};
 pub use error::LlmError;
 pub use openai::{OpenAiProvider, ProviderOptions};
 pub use retry::RetryPolicy;
@@ -174,5 +176,11 @@ pub trait Provider: Send + Sync {
     /// server refused it.
     fn accepts_tool_choice(&self) -> bool {
         true
+    }
+
+    /// The context window of `model` as the server reports it, asked at most once per provider
+    /// (`context.rs`); `None` when the server does not say.
+    async fn context_window(&self, _model: &str) -> Option<ContextWindow> {
+        None
     }
 }

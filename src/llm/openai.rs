@@ -67,6 +67,8 @@ pub struct OpenAiProvider {
     /// The server answered a request carrying `stop` with a 4xx naming it (OpenAI's reasoning
     /// models do): that request went again without it, and so do later ones.
     refuses_stop: AtomicBool,
+    /// What the server said about its context window, asked once (`context.rs`).
+    server_context: tokio::sync::OnceCell<super::context::ServerContext>,
 }
 
 impl OpenAiProvider {
@@ -91,6 +93,7 @@ impl OpenAiProvider {
             key,
             refuses_tool_choice: AtomicBool::new(false),
             refuses_stop: AtomicBool::new(false),
+            server_context: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -326,6 +329,14 @@ impl Provider for OpenAiProvider {
 
     fn accepts_tool_choice(&self) -> bool {
         !self.refuses_tool_choice.load(Ordering::Relaxed)
+    }
+
+    async fn context_window(&self, model: &str) -> Option<super::ContextWindow> {
+        let found = self
+            .server_context
+            .get_or_init(|| super::context::probe(&self.http, &self.options.base_url, self.options.api_key.as_ref()))
+            .await;
+        found.window_of(model)
     }
 }
 

@@ -19,7 +19,7 @@ pub fn meaning(argv: &[String], code: i32) -> Option<String> {
     let (search, flags) = match program {
         "grep" | "egrep" | "fgrep" | "zgrep" | "rg" => (program, &argv[1..]),
         "git" if argv.get(1).is_some_and(|a| a == "grep") => ("git grep", &argv[2..]),
-        "diff" | "cmp" if code == 1 => return Some("the inputs differ (that is what exit code 1 means here)".into()),
+        "diff" | "cmp" if code == 1 => return Some(format!("{DIFFER} (that is what exit code 1 means here)")),
         _ => return None,
     };
     // `-L` (files without a match) turns the status around in some grep versions.
@@ -27,13 +27,28 @@ pub fn meaning(argv: &[String], code: i32) -> Option<String> {
         return None;
     }
     if has_flag(flags, 'v', "invert-match") {
-        return Some("no line was selected: every line matched the pattern that -v leaves out".into());
+        return Some(format!("{NONE_SELECTED}: every line matched the pattern that -v leaves out"));
     }
-    let mut text = "no line matched".to_string();
+    let mut text = NO_MATCH.to_string();
     if !ignores_case(program, flags) {
         text.push_str(&format!(" ({search} matches case-sensitively; -i ignores case)"));
     }
     Some(text)
+}
+
+/// How the meanings begin: a search that matched nothing, one whose `-v` left nothing, inputs
+/// that differ.
+const NO_MATCH: &str = "no line matched";
+const NONE_SELECTED: &str = "no line was selected";
+const DIFFER: &str = "the inputs differ";
+
+/// Whether a failed call's result (as the model reads it, `[failed] exit code 1; ...`) is one
+/// whose exit status is the answer: the command ran and answered, it did not break.
+pub fn status_answers(result: &str) -> bool {
+    let first = result.lines().next().unwrap_or_default();
+    first
+        .split_once("exit code 1; ")
+        .is_some_and(|(_, meaning)| [NO_MATCH, NONE_SELECTED, DIFFER].iter().any(|m| meaning.starts_with(m)))
 }
 
 /// Short options that take a value: in a cluster, what follows one of them is that value
@@ -105,5 +120,15 @@ mod tests {
         assert!(meaning(&argv("diff a.txt b.txt"), 1).unwrap().starts_with("the inputs differ"));
         assert_eq!(meaning(&argv("diff a.txt b.txt"), 2), None);
         assert_eq!(meaning(&[], 1), None);
+    }
+
+    #[test]
+    fn an_answer_by_status_is_told_from_a_broken_command() {
+        assert!(status_answers(
+            "[failed] exit code 1; no line matched (grep matches case-sensitively; -i ignores case)\n[partial output]\n"
+        ));
+        assert!(status_answers("[failed] exit code 1; the inputs differ (that is what exit code 1 means here)"));
+        assert!(!status_answers("[failed] exit code 2\ngrep: x: No such file or directory"));
+        assert!(!status_answers("[failed] `notes.md` does not exist"));
     }
 }

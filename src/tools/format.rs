@@ -60,6 +60,15 @@ pub fn truncate(text: &str, max_chars: usize, lang: Language) -> String {
 const TRUNCATED_EN: &str = "[... truncated: ";
 const TRUNCATED_ZH: &str = "[... 已截断：";
 
+/// How a marker of a cut result begins in `lang`: [`was_truncated`] recognizes any text that
+/// carries it (the engine's cuts to the context window use it too).
+pub fn truncated_marker(lang: Language) -> &'static str {
+    match lang {
+        Language::En => TRUNCATED_EN,
+        Language::Zh => TRUNCATED_ZH,
+    }
+}
+
 /// Whether `result` was cut by [`truncate`]: the model was not given all of it.
 pub fn was_truncated(result: &str) -> bool {
     result.contains(TRUNCATED_EN) || result.contains(TRUNCATED_ZH)

@@ -6,6 +6,7 @@
 //! erases the type ([`DynTool`]) for the [`Registry`].
 
 mod exit_status;
+pub use exit_status::status_answers;
 mod file;
 mod format;
 mod glob;
@@ -36,7 +37,7 @@ use crate::memory::Memory;
 use crate::policy::{CallInfo, Confinement, Effect, OpenError, Opened, PathError, Policy};
 
 pub use file::{FileList, FileRead, needs_range, read_range, whole_file_spec, without_range};
-pub use format::{MAX_RESULT_CHARS, format_result, truncate};
+pub use format::{MAX_RESULT_CHARS, format_result, truncate, truncated_marker, was_truncated};
 pub use http::{HttpRequest, body_of as http_body};
 pub use memory::{MemoryForget, MemoryRecall, MemoryStore};
 pub use near::{names_a_near_path, near_path};

@@ -285,7 +285,12 @@ async fn credentials_do_not_follow_a_redirect_to_another_origin() {
 async fn bodies_over_one_mib_are_cut_with_a_note() {
     let (h, site) = (Harness::new().await, Site::start().await);
     let calls = vec![json!({"url": site.url("/big")})];
-    let out = results_with(&h, Autonomy::Supervised, |o, _| o.max_result_chars = 2 * MIB, allow_loopback, calls).await;
+    // The tool's own cap, not the model's context (`agent/budget`): a window that holds it all.
+    let tweak = |o: &mut AgentOptions, _: &mut ProviderOptions| {
+        o.max_result_chars = 2 * MIB;
+        o.context_window = Some(10 * MIB as u32);
+    };
+    let out = results_with(&h, Autonomy::Supervised, tweak, allow_loopback, calls).await;
     let want = format!("HTTP 200 OK (text/plain, first 1.0 MB; the rest was not read)\n\n{}", "x".repeat(MIB));
     assert!(out[0] == want, "{} characters: {}", out[0].len(), &out[0][..100]);
 }

@@ -1,6 +1,7 @@
 mod agent;
 mod agent_tools;
 mod attacks;
+mod budget;
 mod chat;
 mod checkins;
 mod circles;
@@ -20,6 +21,7 @@ mod mail;
 mod mail_delivery;
 mod mock_llm_tests;
 mod ops;
+mod outcomes;
 mod provider;
 mod routines_cli;
 mod routines_validate;

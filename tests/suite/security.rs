@@ -67,7 +67,9 @@ impl Setup {
 async fn result_of(h: &Harness, agent: &mut Agent, tool: &str, args: Value) -> String {
     let before = h.mock.request_count();
     h.mock.push_all([tool_call(tool, args), text("ok")]);
-    agent.process_message("do it").await.unwrap();
+    // A routine turn whose one call was refused fails (`agent/outcome.rs`); what is looked at
+    // here is what the model read back.
+    let _ = agent.process_message("do it").await;
     let reqs = h.mock.requests();
     last_message(&reqs[before + 1])["content"].as_str().unwrap().to_string()
 }

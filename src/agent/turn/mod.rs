@@ -208,6 +208,8 @@ impl Agent {
             // Kept as it grows: a turn that fails later still reports what it used.
             self.last = stats;
 
+            // Calls the model made where tools were withheld: it was still calling tools.
+            let dropped = if offer_tools { None } else { response.tool_calls.first().cloned() };
             let (mut content, mut calls, reasoning) = self.interpret(response, offer_tools, tx);
             if answers_evidence {
                 // The request asked for the answer after a marker; what precedes it is not output.
@@ -295,6 +297,10 @@ impl Agent {
                     self.note("first_call_reask", "the first reply called no tool; asked again for a tool call");
                     pending = Some(grounding::reask_message(lang, mode).to_string());
                     continue;
+                }
+                // The model's word that the task cannot be done ends the turn (`outcome.rs`).
+                if let (Ok(text), Some(_)) = (&answer, &self.routine) {
+                    self.declared_failure(text)?;
                 }
                 // Unattended, an answer may rest on a look that did not show the task's facts: it
                 // goes back once per kind, with the tools (`grounding::SentBack::back`).
@@ -429,7 +435,11 @@ impl Agent {
                     }
                     Err(bad) if asked.is_some() => {
                         self.note(bad.note_kind(), bad.describe());
-                        return Err(AgentError::NoAnswer(bad));
+                        return Err(self.no_answer(bad, dropped.as_ref(), stats.iterations));
+                    }
+                    // Unattended, a reply that is no answer at the limit fails the turn.
+                    Err(bad) if last && self.routine.is_some() => {
+                        return Err(self.no_answer(bad, dropped.as_ref(), stats.iterations));
                     }
                     Err(_) if last => break,
                     // A reply that is no answer right after a failed call: the failure goes back
@@ -518,11 +528,13 @@ impl Agent {
                 };
                 stats.tool_calls += 1;
                 self.last = stats;
+                // What the next request has room for, as the turn's checks read it (`budget.rs`).
+                let seen = self.within_budget(&system, &turn, &request.tools, call, &text).await;
                 calls_made.push(CallRecord {
                     tool: call.name.clone(),
                     arguments: call.arguments.clone(),
                     status: outcome,
-                    result: text.clone(),
+                    result: seen,
                 });
                 if !repeats_only {
                     turn.push(Message::tool_result(call.id.clone(), text));
@@ -591,11 +603,18 @@ impl Agent {
                 stats.hit_iteration_limit = true;
                 let note = limit_note(self.opts.language, self.opts.max_iterations);
                 self.note("iteration_limit", &note);
+                // Unattended, a turn the limit stopped has no answer (`outcome.rs`).
+                if self.routine.is_some() {
+                    self.last = stats;
+                    return Err(self.still_calling(&calls_made));
+                }
                 let r = if last_text.is_empty() { note } else { format!("{last_text}\n\n{note}") };
                 turn.push(Message::assistant(r.clone()));
                 r
             }
         };
+        // An answer over calls that all failed rests on nothing (`outcome.rs`).
+        self.grounded(message, &specs, &calls_made)?;
         self.history.extend(turn);
         self.images.clear();
         history::trim(&mut self.history, self.opts.history_limit);

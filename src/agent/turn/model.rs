@@ -47,6 +47,9 @@ impl Agent {
         tx: Option<&UnboundedSender<AgentEvent>>,
     ) -> Result<(ChatResponse, bool), AgentError> {
         self.hold_the_run().await?;
+        // No request is sent larger than the model's context (`budget.rs`).
+        let fitted = self.fit_request(request).await?;
+        let request = fitted.as_ref();
         let started = Instant::now();
         // Text that may turn out to be a tool call written as JSON is held
         // back until it is clearly prose; the caller shows held text once

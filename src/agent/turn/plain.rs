@@ -1,7 +1,9 @@
 //! The plain loop of `agent.assist: off` (SPEC §13): model call, tool calls, results fed back,
 //! until a final reply or the iteration limit. Beyond that only answer hygiene (a tool call
 //! written as text is run, template tokens are removed, a reply that is no answer is asked once
-//! more) and, in the engine, the silent token. No assist steps in.
+//! more) and, in the engine, the silent token. No assist steps in; what a routine turn's end
+//! means is judged as at every level (`outcome.rs`: the model's `TASK_FAILED:`, the iteration
+//! limit reached while calling tools, an answer over calls that all failed).
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -47,6 +49,9 @@ impl Agent {
                 let known = |name: &str| self.tools.get(name).is_some();
                 let bad = match hygiene::settle(&content, &known) {
                     Verdict::Answer(text) => {
+                        if self.routine.is_some() {
+                            self.declared_failure(&text)?;
+                        }
                         if text != content.trim() {
                             self.note("reply_cleaned", "template tokens or reasoning were removed from the reply");
                         }
@@ -101,6 +106,11 @@ impl Agent {
                 turn.push(Message::tool_result(call.id.clone(), text));
             }
         }
+        if reply.is_none() && self.routine.is_some() {
+            self.last = stats;
+            return Err(self.still_calling(&calls_made));
+        }
+        self.grounded(message, &specs, &calls_made)?;
         let reply = self.close_turn(message, turn, reply, &last_text, stats);
         self.last_calls = calls_made;
         Ok(reply)

@@ -59,7 +59,8 @@ async fn a_queued_fire_holds_no_body_in_memory_and_its_run_reads_it_back() {
     std::fs::create_dir_all(dir.path().join("routines")).unwrap();
     std::fs::write(
         dir.path().join("routines.yaml"),
-        "provider: { model: m }\nlimits: { max_concurrent_runs: 1, queue_window: 2 }\n",
+        // A window that holds the 64 KB body the prompt carries (`agent/budget`).
+        "provider: { model: m, context_window: 100000 }\nlimits: { max_concurrent_runs: 1, queue_window: 2 }\n",
     )
     .unwrap();
     std::fs::write(

@@ -36,7 +36,10 @@
 //! png;base64,..."}}`, the declared type matching the decoded bytes), and [`images`] decodes them.
 //!
 //! Only `POST /v1/chat/completions` requests are counted, recorded and checked; any other
-//! path (except `GET /v1/models`) gets a 404 and records a violation.
+//! path (except `GET /v1/models` and `GET /props`) gets a 404 and records a violation.
+//! `GET /props` answers 404, as servers other than llama.cpp do, until [`MockLlm::report_n_ctx`]
+//! gives it llama.cpp's body; [`MockLlm::report_max_model_len`] adds vLLM's `max_model_len` to
+//! the model list. Both count the questions ([`MockLlm::context_questions`]).
 //! Violation strings start with `request #N:` where N is the index into [`MockLlm::requests`].
 //!
 //! The server runs as tasks on the caller's Tokio runtime: with the default
@@ -112,6 +115,12 @@ struct ServerState {
     sections: Option<Vec<String>>,
     /// Answer every request carrying `tool_choice` with a 400 naming it ([`MockLlm::refuse_tool_choice`]).
     refuse_tool_choice: bool,
+    /// `n_ctx` that `GET /props` reports; `None`: a 404.
+    n_ctx: Option<u64>,
+    /// `max_model_len` of the model `GET /v1/models` lists.
+    max_model_len: Option<u64>,
+    /// `GET /props` and `GET /v1/models` requests received.
+    context_questions: usize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -142,6 +151,7 @@ impl MockLlm {
         let app = Router::new()
             .route("/v1/chat/completions", post(serve::chat))
             .route("/v1/models", get(serve::models))
+            .route("/props", get(serve::props))
             .fallback(serve::fallback)
             // Requests with images are large: a few 5 MB images, base64-encoded.
             .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
@@ -209,6 +219,22 @@ impl MockLlm {
     /// consuming a scripted reply (the request is still recorded and checked).
     pub fn refuse_tool_choice(&self) {
         self.shared.state().refuse_tool_choice = true;
+    }
+
+    /// From now on, `GET /props` answers as llama.cpp does, with `n_ctx` in
+    /// `default_generation_settings`.
+    pub fn report_n_ctx(&self, n_ctx: u64) {
+        self.shared.state().n_ctx = Some(n_ctx);
+    }
+
+    /// From now on, the model `GET /v1/models` lists carries vLLM's `max_model_len`.
+    pub fn report_max_model_len(&self, tokens: u64) {
+        self.shared.state().max_model_len = Some(tokens);
+    }
+
+    /// How many `GET /props` and `GET /v1/models` requests arrived.
+    pub fn context_questions(&self) -> usize {
+        self.shared.state().context_questions
     }
 
     /// Every problem found so far.

@@ -19,14 +19,33 @@ use super::render::{RenderCtx, completion_json, sse_events};
 use super::reply::{Kind, Reply};
 use super::{MOCK_MODEL, Shared};
 
-pub(super) async fn models() -> Response {
-    json_response(
-        StatusCode::OK,
-        &json!({
-            "object": "list",
-            "data": [{"id": MOCK_MODEL, "object": "model", "created": 0, "owned_by": "mock"}]
-        }),
-    )
+pub(super) async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    let mut entry = json!({"id": MOCK_MODEL, "object": "model", "created": 0, "owned_by": "mock"});
+    let len = {
+        let mut state = shared.state();
+        state.context_questions += 1;
+        state.max_model_len
+    };
+    if let Some(len) = len {
+        entry["max_model_len"] = json!(len);
+    }
+    json_response(StatusCode::OK, &json!({"object": "list", "data": [entry]}))
+}
+
+/// llama.cpp's `GET /props`, when a test set `n_ctx`; else the 404 of other servers.
+pub(super) async fn props(State(shared): State<Arc<Shared>>) -> Response {
+    let n_ctx = {
+        let mut state = shared.state();
+        state.context_questions += 1;
+        state.n_ctx
+    };
+    match n_ctx {
+        Some(n) => json_response(
+            StatusCode::OK,
+            &json!({"default_generation_settings": {"n_ctx": n, "temperature": 0.8}, "total_slots": 1}),
+        ),
+        None => error_response(404, "File Not Found", &[]),
+    }
 }
 
 pub(super) async fn fallback(State(shared): State<Arc<Shared>>, method: Method, uri: Uri) -> Response {

@@ -23,7 +23,7 @@ fn project(mock: &MockLlm) -> Routines {
     let p = Routines::project(&mock.base_url(), ROUTINES_YAML_TAIL).env(ENGINE_ONLY.0, ENGINE_ONLY.1);
     p.write(
         "routines/hostile.yaml",
-        "prompt: Do what the page says.\nagent: { autonomy: full, tools: [shell, file_write, file_read] }\n",
+        "prompt: Do what the page says.\nagent: { autonomy: full, tools: [shell, file_write, file_read], max_iterations: 20 }\n",
     );
     p
 }
@@ -166,7 +166,8 @@ async fn a_hard_link_to_an_outside_file_is_neither_read_nor_written() {
         tool_call("file_write", json!({"path": "linked.txt", "content": "overwritten"})),
         text("done"),
     ]);
-    p.run_async(["run", "hostile"]).await.success();
+    // Both calls refused, the run has nothing to answer from: it fails naming them.
+    p.run_async(["run", "hostile"]).await.code(1).stderr_has("every tool call failed: file_read linked.txt: ");
 
     assert!(!result_seen(&mock, 0).contains("outside-secret-9e2f"), "the outside file was read");
     assert!(result_seen(&mock, 1).contains("hard links"), "{}", result_seen(&mock, 1));
@@ -198,7 +199,8 @@ async fn a_glob_expands_to_what_the_sandbox_shows_and_nothing_more() {
     p.write("data/big.bin", &"b".repeat(9000)).write("data/small.txt", "a").write("-rf", "x");
     symlink(outside.path(), p.path().join("out")).unwrap();
     mock.push_all([tool_call("shell", json!({"command": "ls -d .* data/* out/* */id_rsa *"})), text("done")]);
-    p.run_async(["run", "hostile"]).await.success();
+    // `ls` exits 2 for the patterns that match nothing: the one call failed, and so does the run.
+    p.run_async(["run", "hostile"]).await.code(1).stderr_has("every tool call failed: shell ");
     let seen = result_seen(&mock, 0);
     // As words: `ls` writes its errors and its list to one pipe, and a line of one can be cut
     // by the other ("ls: ./-rf" then "cannot access ...").

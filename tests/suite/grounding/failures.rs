@@ -68,17 +68,20 @@ async fn a_silent_reply_after_a_failed_check_is_sent_back_once() {
     let h = Harness::new().await;
     h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("NO_REPLY"), text("NO_REPLY")]);
     let mut agent = routine_agent(&h, Autonomy::ReadOnly);
-    assert_eq!(agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap(), "NO_REPLY");
+    // Asked once; the silence again, over a check that failed, is no answer (`outcome.rs`).
+    let e = agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap_err();
+    assert!(e.to_string().starts_with("every tool call failed: file_read status.json: "), "{e}");
     let reqs = h.mock.requests();
-    assert_eq!(reqs.len(), 3, "asked once, then the answer is taken");
+    assert_eq!(reqs.len(), 3, "asked once, then the turn ends");
     assert!(last_text(&reqs[2]).contains("`status.json` does not exist"), "{}", last_text(&reqs[2]));
     h.mock.assert_clean();
 }
 
 /// An answer after a turn in which no call succeeded rests on nothing: the failure goes back
-/// once, and the answer after it is the routine's output (a missing file is reported).
+/// once, and the answer after it fails the turn naming the failure (SPEC §13: a report that
+/// the task could not be done is not delivered as a success).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failure_with_nothing_to_correct_is_sent_back_once_then_reported_as_the_model_answered() {
+async fn a_failure_with_nothing_to_correct_is_sent_back_once_then_fails_the_turn() {
     let h = Harness::new().await;
     h.mock.push_all([
         tool_call("file_read", json!({"path": "status.json"})),
@@ -86,14 +89,12 @@ async fn a_failure_with_nothing_to_correct_is_sent_back_once_then_reported_as_th
         text("status.json does not exist, so there is nothing to summarize."),
     ]);
     let mut agent = routine_agent(&h, Autonomy::ReadOnly);
-    assert_eq!(
-        agent.process_message("Summarize status.json.").await.unwrap(),
-        "status.json does not exist, so there is nothing to summarize."
-    );
+    let e = agent.process_message("Summarize status.json.").await.unwrap_err().to_string();
+    assert!(e.starts_with("every tool call failed: file_read status.json: "), "{e}");
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 3);
     assert!(last_text(&reqs[2]).starts_with("Your last tool call failed:\nfile_read {\"path\":\"status.json\"}"));
-    assert_eq!(notes(&h), ["failed_check_reask"]);
+    assert_eq!(notes(&h), ["failed_check_reask", "calls_failed"]);
     h.mock.assert_clean();
 }
 
@@ -262,8 +263,10 @@ async fn when_asking_again_fails_the_earlier_answer_stands() {
     let h = Harness::new().await;
     h.mock.push_all([tool_call("file_read", json!({"path": "status.json"})), text("NO_REPLY")]);
     let mut agent = routine_agent(&h, Autonomy::ReadOnly);
-    assert_eq!(agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap(), "NO_REPLY");
-    assert_eq!(notes(&h), ["failed_check_reask", "failed_check_reask"]);
+    // The earlier answer stands, and is a silence over a failed check: the turn fails.
+    let e = agent.process_message("Check status.json; reply NO_REPLY if all is up.").await.unwrap_err();
+    assert!(e.to_string().starts_with("every tool call failed: "), "{e}");
+    assert_eq!(notes(&h), ["failed_check_reask", "failed_check_reask", "calls_failed"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -497,9 +500,10 @@ async fn an_option_value_split_into_words_goes_back_as_the_command_with_it_joine
     assert_eq!(tool_events(&h), [("shell".into(), ToolStatus::Failed), ("shell".into(), ToolStatus::Success)]);
 }
 
-/// When every call failed and the model repeats the failed call, the answer is asked for as a
-/// report of the failure: told to answer "based on the tool results above", the local model
+/// When every call failed and the model repeats the failed call, the answer is asked for as the
+/// line that fails the run: told to answer "based on the tool results above", the local model
 /// answered "Ana Lima has made 0 commits" after two failed calls (bench/README.md, stop 40).
+/// Whatever the model then says, in any words, the turn fails naming the failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_after_every_call_failed_is_asked_as_a_report_of_the_failure() {
     let h = Harness::new().await;
@@ -511,13 +515,13 @@ async fn an_answer_after_every_call_failed_is_asked_as_a_report_of_the_failure()
         text("The task could not be done: git says this folder is not a repository."),
     ]);
     let mut agent = git_agent(&h, "commits");
-    let reply = agent.process_message("How many commits are there in this repository?").await.unwrap();
-    assert_eq!(reply, "The task could not be done: git says this folder is not a repository.");
+    let e = agent.process_message("How many commits are there in this repository?").await.unwrap_err();
+    assert_eq!(e.to_string(), "every tool call failed: shell git log --oneline: exit code 128");
     let reqs = h.mock.requests();
     assert_eq!(reqs.len(), 4);
     assert_eq!(
         last_text(&reqs[3]),
-        "You already have the result of that call above; do not make it again. Every tool call so far failed: if another tool can get the facts, call it; otherwise say in plain words that the task could not be done and what failed, without stating a result."
+        "You already have the result of that call above; do not make it again. Every tool call so far failed: if another tool can get the facts, call it; otherwise reply with one line: TASK_FAILED: and what failed, without stating a result."
     );
     let statuses: Vec<ToolStatus> = tool_events(&h).into_iter().map(|(_, s)| s).collect();
     assert_eq!(statuses, [ToolStatus::Failed, ToolStatus::Duplicate]);

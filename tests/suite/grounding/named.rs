@@ -149,7 +149,9 @@ async fn a_write_of_only_template_tokens_writes_nothing() {
         text("done"),
     ]);
     let mut agent = routine_agent(&h, Autonomy::Full);
-    agent.process_message("Write out.md and remember it.").await.unwrap();
+    // Both calls refused, "done" rests on nothing: the turn fails naming them.
+    let e = agent.process_message("Write out.md and remember it.").await.unwrap_err().to_string();
+    assert!(e.starts_with("every tool call failed: file_write "), "{e}");
     assert!(!h.workspace().join("out.md").exists());
     assert!(h.memory.recall("k", 5).unwrap().is_empty());
 }
