@@ -12,8 +12,7 @@ use super::hygiene::BadReply;
 use super::{Agent, AgentError};
 use crate::llm::{ToolCall, ToolSpec};
 
-/// The start of a reply that says the task cannot be done; what follows is the reason.
-pub const TASK_FAILED: &str = "TASK_FAILED:";
+pub use super::prompt::TASK_FAILED;
 
 /// Longest reason or list of failures kept in a run's error.
 const MAX_ERROR_CHARS: usize = 600;

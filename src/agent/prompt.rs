@@ -13,6 +13,10 @@ use crate::config::{Autonomy, Language, ToolCallMode};
 use crate::llm::{ToolSpec, json_calls};
 use crate::memory::MemoryEntry;
 
+/// The start of a reply that says the task cannot be done; what follows is the reason. Taught
+/// in the Routine execution section; `outcome.rs` ends the run on it.
+pub const TASK_FAILED: &str = "TASK_FAILED:";
+
 /// Section headings, in the order they appear.
 pub const SECTIONS: [&str; 9] = [
     "## Identity",
@@ -155,8 +159,7 @@ pub fn system_prompt(p: &PromptInput<'_>) -> String {
         let _ = write!(
             s,
             "\n## Routine execution\nYou are running the routine `{}` unattended: no user is present to answer. Never ask questions or wait for confirmation. Your final reply is the routine's output. If you cannot do the task, reply with one line `{} <what failed and why>` instead: that fails the run and tells a person.\n",
-            r.name,
-            super::outcome::TASK_FAILED
+            r.name, TASK_FAILED
         );
         if let Some(token) = &r.silent_token {
             let _ = writeln!(
