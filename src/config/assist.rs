@@ -15,11 +15,12 @@ pub enum AssistLevel {
     Off,
     /// The assists of [`EVIDENCE`]: each steps in only on a fact about the turn's calls (no
     /// call made, a call failed, a file read in part, a named file never used, a write before
-    /// the reads), so a model that looks and answers right gets no request more.
+    /// the reads), so a model that looks and answers right gets no request more. The default:
+    /// SPEC §13 promises a model that is right no request more.
+    #[default]
     Evidence,
     /// Every assist of [`ASSISTS`] not named in `agent.assist_off`, also those that question
     /// an answer from the task's words or ask the model for more (for small models).
-    #[default]
     Full,
 }
 

@@ -199,7 +199,7 @@ impl Default for AgentSettings {
             history_limit: default_history_limit(),
             shell_timeout: default_shell_timeout(),
             autonomy: Autonomy::Supervised,
-            assist: AssistLevel::Full,
+            assist: AssistLevel::Evidence,
             assist_off: Vec::new(),
         }
     }

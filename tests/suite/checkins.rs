@@ -67,14 +67,14 @@ fn t(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
-/// A project whose config has `heartbeat` (YAML under the key), with the
-/// wall clock at `start`.
+/// A project whose config has `heartbeat` (YAML under the key) and every assist (the review of
+/// an all-is-well is one), with the wall clock at `start`.
 fn world(start: &str, heartbeat: &str) -> World {
     let dir = tempfile::tempdir().unwrap();
     crate::common::write_file(
         dir.path(),
         "routines.yaml",
-        &format!("timezone: UTC\nprovider: {{ model: m }}\nheartbeat:\n{heartbeat}"),
+        &format!("timezone: UTC\nprovider: {{ model: m }}\nagent:\n  assist: full\nheartbeat:\n{heartbeat}"),
     );
     let model = Arc::new(CheckinModel { requests: Mutex::new(Vec::new()) });
     World { dir, clock: Arc::new(TokioClock::starting_at(t(start))), model }

@@ -8,7 +8,8 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 /// A project whose suite is `evals/` with the given tasks: (folder, routine file, task.yaml).
 fn project(mock: &MockLlm, tasks: &[(&str, &str, &str)]) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    // Every assist: the tasks' checks count on the engine's selection of records and dates.
+    let p = Routines::project(&mock.base_url(), "agent:\n  assist: full\n");
     for (name, routine, task) in tasks {
         p.write(&format!("evals/{name}/routines/{name}.yaml"), routine);
         p.write(&format!("evals/{name}/task.yaml"), task);

@@ -12,7 +12,10 @@ use routines::store::RunStatus;
 use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text, tool_call};
 
-const CONFIG: &str = "heartbeat:\n  enabled: true\n  deliver: [ { file: { path: checkin.md } } ]\n";
+/// Beats with every assist (`agent.assist: full`): the review of an all-is-well after checks is
+/// one of them.
+const CONFIG: &str =
+    "agent:\n  assist: full\nheartbeat:\n  enabled: true\n  deliver: [ { file: { path: checkin.md } } ]\n";
 
 #[tokio::test]
 async fn a_missing_or_empty_checklist_makes_no_model_call() {
@@ -69,6 +72,7 @@ fn engine(p: &Routines, base_url: &str) -> Engine {
         "routines.yaml",
         &format!(
             "timezone: Europe/Berlin\nprovider: {{ base_url: \"{base_url}\", model: m, max_retries: 0 }}\n\
+             agent:\n  assist: full\n\
              heartbeat:\n  enabled: true\n  active_hours: {{ start: \"08:00\", end: \"22:00\" }}\n"
         ),
     );

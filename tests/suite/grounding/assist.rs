@@ -54,7 +54,7 @@ async fn with_assist_off_the_answer_goes_out_as_the_model_gave_it() {
 async fn an_assist_turned_off_by_name_is_gone_and_the_others_stay() {
     // Without the code check the silence still gets its review, which quotes the ERROR line.
     let mock = MockLlm::start().await;
-    let p = project(&mock, "agent: { assist_off: [code_check] }\n", ", assist_off: [silence_nudge]");
+    let p = project(&mock, "agent: { assist: full, assist_off: [code_check] }\n", ", assist_off: [silence_nudge]");
     mock.push_all([
         tool_call("file_read", json!({"path": "notes.txt"})),
         text("NO_REPLY"),

@@ -7,7 +7,6 @@ use std::net::TcpListener;
 
 use serde_json::{Value, json};
 
-use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, Reply, text, tool_call};
 
 const WATCH: &str = "prompt: Check notes.txt for errors. If there are any, quote them. If there are none, reply NO_REPLY.\n\
@@ -30,7 +29,7 @@ fn notes(show: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_next_to_the_problem_is_found_by_the_code_and_reported() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH)
         .write("notes.txt", "09:10 INFO started\n09:12 ERROR payment provider unreachable\n09:13 INFO ok\n");
     mock.push_all([
@@ -69,7 +68,7 @@ async fn a_silence_next_to_the_problem_is_found_by_the_code_and_reported() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_the_code_confirms_stays_silent_without_a_review() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:13 INFO ok\n");
     mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("NO_REPLY"), text(ERRORS)]);
     let o = p.run_async(["run", "watch", "--json"]).await;
@@ -84,7 +83,7 @@ async fn a_silence_the_code_confirms_stays_silent_without_a_review() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_with_only_empty_lists_in_it_found_nothing() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "{\"checked_at\": \"07:00\", \"services\": []}\n");
     // As the 1.5B model wrote it for a health check where every service was up.
     let code = "```python\nimport json\ndef findings(output):\n    data = json.loads(output)\n    return {'checked_at': data['checked_at'], 'down': [s for s in data['services'] if s['state'] != 'up']}\n```";
@@ -106,7 +105,7 @@ async fn left_to_the_review(notes_txt: &str, code: &str) -> Vec<String> {
 /// failed is asked for again, once, told why.
 async fn left_to_the_review_after(notes_txt: &str, codes: &[&str]) -> Vec<String> {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", notes_txt);
     mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text("NO_REPLY")]);
     mock.push_all(codes.iter().map(|c| text(c)));
@@ -153,7 +152,7 @@ const DAYS: &str = "```python\nimport re\n\ndef findings(output: str) -> list:\n
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_that_fails_only_on_the_header_runs_again_without_it() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH)
         .write("notes.txt", "domain               days_left\nshop.example.com     83\napi.example.com      6\n\n----\nmail.example.com     41\n");
     mock.push_all([
@@ -222,7 +221,7 @@ async fn the_function_runs_contained() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR disk\n");
     let host_tmp = std::env::temp_dir().join(format!("routines-check-escape-{port}"));
     let root = p.path().display().to_string();
@@ -269,7 +268,7 @@ async fn the_function_cannot_start_processes() {
 /// output must be the report. The requests the model got.
 async fn disk_check(before: Vec<Reply>) -> Vec<Value> {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/disk.yaml",
         "prompt: Read the last line of disk.log. If the usage is above 90%, tell me the usage. Otherwise reply NO_REPLY.\n\
@@ -336,7 +335,7 @@ async fn a_silence_from_the_evidence_after_part_of_a_file_asks_for_the_rest_with
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_that_is_a_call_written_as_text_goes_to_the_review() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR payment provider unreachable\n");
     mock.push_all([
         tool_call("file_read", json!({"path": "notes.txt"})),
@@ -358,7 +357,7 @@ async fn a_report_that_is_a_call_written_as_text_goes_to_the_review() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_function_cannot_smuggle_what_it_reads_into_the_report() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:10 INFO started\n09:12 ERROR disk full\n");
     let root = p.path().display().to_string();
     let code = format!(
@@ -398,7 +397,7 @@ fn df(backups: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_over_a_percentage_past_the_tasks_limit_is_reported() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/disk.yaml", DISK).write("reports/df.txt", &df("95%"));
     mock.push_all([
         tool_call("file_read", json!({"path": "reports/df.txt"})),
@@ -428,7 +427,7 @@ async fn a_silence_over_a_percentage_past_the_tasks_limit_is_reported() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_with_no_percentage_past_the_limit_goes_to_the_code_check() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/disk.yaml", DISK).write("reports/df.txt", &df("90%"));
     let code = "```python\ndef findings(output: str) -> list:\n    return [l for l in output.splitlines()[1:] if int(l.split()[4].rstrip('%')) > 90]\n```";
     mock.push_all([tool_call("file_read", json!({"path": "reports/df.txt"})), text("ANSWER: NO_REPLY"), text(code)]);
@@ -453,7 +452,7 @@ const FAILED: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_that_count_none_of_what_the_task_looks_for_are_not_findings() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/backups.yaml", BACKUPS).write(
         "backup.log",
         "01:00 backup started: /home\n01:04 backup done: 1204 files, 0 failed\n02:00 backup started: /etc\n02:01 backup done: 312 files, 0 failed\n",
@@ -477,7 +476,7 @@ async fn lines_that_count_none_of_what_the_task_looks_for_are_not_findings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_that_quotes_no_line_found_is_delivered_with_the_lines() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/backups.yaml", BACKUPS).write(
         "backup.log",
         "01:00 backup started: /home\n01:04 backup done: 1204 files, 0 failed\n02:00 backup started: /srv/db\n02:07 backup done: 88 files, 4 failed\n",
@@ -505,7 +504,7 @@ async fn a_report_that_quotes_no_line_found_is_delivered_with_the_lines() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_report_that_rests_on_a_false_comparison_goes_back_and_its_silence_stands() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/mem.yaml",
         "prompt: Check free.txt and warn me if less than 500 MB of memory is available. Otherwise reply NO_REPLY.\n\

@@ -12,7 +12,7 @@ const USERS: &str = "[\n  {\"name\": \"Priya\", \"role\": \"admin\"},\n  {\"name
 const STOPS: [&str; 4] = ["\n\n#", "\n\nwith ", "\n\nprint(", "\n\nif __name__"];
 
 fn admins(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/admins.yaml",
         "prompt: How many users in users.json are admins?\nagent: { tools: [file_read] }\n",

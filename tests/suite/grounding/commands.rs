@@ -3,7 +3,6 @@
 
 use serde_json::{Value, json};
 
-use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 fn shell_spec(request: &Value) -> (String, String) {
@@ -23,7 +22,7 @@ fn shell_spec(request: &Value) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shell_tool_names_the_routines_commands_and_shows_one_of_them() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("notes.txt", "ERROR disk full\n").write(
         "routines/logs.yaml",
         "prompt: Any errors in notes.txt?\nagent: { tools: [shell], allow_commands: [grep, git] }\n",
@@ -48,7 +47,7 @@ fn offered(request: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_routine_is_offered_only_the_tools_it_may_use_and_the_others_stay_refused() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("notes.txt", "ERROR disk full\n");
     // No `agent.tools`: every tool is listed, and none of the mutating ones is pre-approved.
     p.write("routines/watch.yaml", "prompt: Any errors in notes.txt?\n");

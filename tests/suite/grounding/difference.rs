@@ -3,7 +3,6 @@
 
 use serde_json::json;
 
-use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const TASK: &str =
@@ -14,7 +13,7 @@ const TASK: &str =
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_answer_request_names_the_lines_one_list_lacks() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/missing.yaml", TASK)
         .write("requirements.txt", "requests\nflask\nsqlalchemy\ncelery\nredis\n")
         .write("installed.txt", "flask\nrequests\nredis\n");
@@ -42,7 +41,7 @@ async fn the_answer_request_names_the_lines_one_list_lacks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_in_the_turn_is_asked_from_the_evidence_with_the_lines_named() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/missing.yaml", &TASK.replace("[file_read] }", "[file_read, shell], allow_commands: [grep] }"))
         .write("requirements.txt", "requests\nflask\nsqlalchemy\ncelery\nredis\n")
         .write("installed.txt", "flask\nrequests\nredis\n");

@@ -12,7 +12,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 /// A project whose routine `task` runs `prompt` with `tools` over `file` holding `body`.
 fn project(mock: &MockLlm, prompt: &str, tools: &str, file: &str, body: &str) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/task.yaml",
         &format!("prompt: {prompt}\nagent: {{ tools: [{tools}], allow_commands: [grep] }}\n"),
@@ -151,7 +151,7 @@ async fn a_copy_where_the_task_asks_for_a_number_goes_back_with_the_number() {
     let mock = MockLlm::start().await;
     let log = "10:01 ERROR 数据库超时\n10:05 INFO 请求完成\n10:09 ERROR 支付失败\n10:12 ERROR 缓存不可用\n10:20 INFO 请求完成\n";
     let task = "数一下 errors.log 里有多少条错误，把数字写到 count.txt 里。";
-    let p = Routines::project(&mock.base_url(), "language: zh\n");
+    let p = super::assisted(&mock.base_url(), "language: zh\n");
     p.write("routines/task.yaml", &format!("prompt: {task}\nagent: {{ tools: [file_read, file_write] }}\n"))
         .write("errors.log", log);
     mock.push_all([

@@ -226,7 +226,7 @@ async fn a_count_over_a_git_log_its_limit_cut_goes_back_with_the_limit_dropped()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_that_matched_nothing_without_file_read_goes_back_with_a_grep_that_prints_the_file() {
     let mock = crate::common::mock_llm::MockLlm::start().await;
-    let p = crate::common::Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/warnings.yaml",
         "prompt: How many warnings are in logs/worker.log?\nagent: { tools: [shell], allow_commands: [grep] }\n",
@@ -448,7 +448,10 @@ async fn advice_after_a_command_called_wrong_is_sent_back_with_the_failure() {
 pub(super) fn git_agent(h: &Harness, routine: &str) -> routines::agent::Agent {
     let mut agent = h.agent_with(
         Autonomy::Full,
-        |o, _| o.first_call = routines::config::routine_file::FirstCall::Tool,
+        |o, _| {
+            o.first_call = routines::config::routine_file::FirstCall::Tool;
+            o.assists.level = routines::config::AssistLevel::Full;
+        },
         |p| p.allowed_commands = vec!["git".into()],
     );
     agent.set_routine_name(routine);

@@ -203,11 +203,11 @@ async fn the_mock_checks_the_wire_shape_of_tool_choice() {
 async fn a_webhook_run_with_its_data_in_the_prompt_leaves_the_first_call_to_the_model() {
     use std::time::Duration;
 
-    use crate::common::Routines;
+    
 
     let mock = MockLlm::start().await;
     let port = crate::common::os::free_port();
-    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    let p = super::assisted(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
     let hook = |path: &str, extra: &str| {
         format!(
             "on: [{{ webhook: {{ path: {path}, auth: none }}}}]\nprompt: \"Summarize this deploy: {{{{ trigger.body | default('none') }}}}\"\nagent: {{ tools: [file_read]{extra} }}\n"
@@ -238,7 +238,7 @@ async fn a_webhook_run_with_its_data_in_the_prompt_leaves_the_first_call_to_the_
 
     // Run by hand, the routine has no data in its prompt: the first call is held to a tool.
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/hook.yaml", &hook("/hooks/deploy", "")).write("README.md", "Deploys go through CI.\n");
     mock.push_all([tool_call("file_read", json!({"path": "README.md"})), text("Nothing was deployed.")]);
     p.run_async(["run", "hook"]).await.success();

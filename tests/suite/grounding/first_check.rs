@@ -33,7 +33,7 @@ async fn run(p: &Routines, mock: &MockLlm, version: &str, answer: &str) -> Strin
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_check_of_a_value_is_told_so_and_a_second_is_not() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/version.yaml",
         &format!("prompt: {TASK}\nagent: {{ tools: [file_read, memory_recall, memory_store] }}\n"),

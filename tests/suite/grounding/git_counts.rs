@@ -97,7 +97,7 @@ async fn an_option_left_without_its_value_goes_back_as_the_command_without_it() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_git_log_without_the_file_the_task_names_is_followed_by_that_files_history() {
     let mock = crate::common::mock_llm::MockLlm::start().await;
-    let p = crate::common::Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/who.yaml",
         "prompt: Who made the last change to billing.py?\nagent: { tools: [shell], allow_commands: [git] }\n",

@@ -18,7 +18,7 @@ const PODS: &str = r#"{"cluster":"prod-eu","items":[{"pod":"api-7f9c","status":"
 /// task is about the data alone); the daemon, kept alive by the caller, and its port.
 async fn pods_project(mock: &MockLlm) -> (Routines, crate::common::cli::Running, u16) {
     let port = crate::common::os::free_port();
-    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    let p = super::assisted(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
     p.write(
         "routines/pods.yaml",
         "on: [{ webhook: { path: /hooks/pods, auth: none }}]\n\
@@ -158,7 +158,7 @@ async fn the_predicate_runs_contained_and_a_useless_one_leaves_the_data_as_it_ca
 async fn a_predicate_that_names_items_by_their_text_leaves_the_list_as_sent() {
     let mock = MockLlm::start().await;
     let port = crate::common::os::free_port();
-    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    let p = super::assisted(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
     p.write(
         "routines/push.yaml",
         "on: [{ webhook: { path: /hooks/push, auth: none }}]\n\
@@ -193,7 +193,7 @@ async fn a_predicate_that_names_items_by_their_text_leaves_the_list_as_sent() {
 async fn a_filter_that_left_out_a_condition_the_task_names_is_asked_again_and_both_must_hold() {
     let mock = MockLlm::start().await;
     let port = crate::common::os::free_port();
-    let p = Routines::project(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
+    let p = super::assisted(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));
     p.write(
         "routines/audit.yaml",
         "on: [{ webhook: { path: /hooks/audit, auth: none }}]\n\

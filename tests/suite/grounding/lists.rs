@@ -10,7 +10,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 /// A project whose routine `task` runs `prompt` with `file_read` over `file` holding `body`.
 fn project(mock: &MockLlm, prompt: &str, file: &str, body: &str) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/task.yaml", &format!("prompt: {prompt}\nagent: {{ tools: [file_read] }}\n")).write(file, body);
     p
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{notes, routine_agent, tool_names};
 use crate::common::mock_llm::{MockLlm, text, tool_call};
-use crate::common::{Harness, Routines};
+use crate::common::Harness;
 
 const PORT: &str = "prompt: Which port does the app listen on, according to config/app.toml?\n\
                     agent: { tools: [file_read, file_list] }\n";
@@ -27,7 +27,7 @@ fn from_evidence(req: &Value) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reading_the_file_the_task_names_is_followed_by_the_answer_request() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/port.yaml", PORT).write("config/app.toml", "[server]\nport = 8420\n");
     mock.push_all([tool_call("file_read", json!({"path": "config/app.toml"})), text("ANSWER: 8420")]);
     p.run_async(["run", "port"]).await.success().stdout_is("8420\n");
@@ -87,7 +87,7 @@ async fn what_is_not_yet_the_whole_look_goes_back_to_the_model_with_the_tools() 
     ];
     for (routine, why, args) in cases {
         let mock = MockLlm::start().await;
-        let p = Routines::project(&mock.base_url(), "");
+        let p = super::assisted(&mock.base_url(), "");
         p.write("routines/r.yaml", routine)
             .write("config/app.toml", "port = 8420\n")
             .write("package.json", "{\"version\": \"2.3.0\"}\n")
@@ -123,7 +123,7 @@ async fn fetching_the_address_the_task_names_is_followed_by_the_answer_request_b
     let url = format!("http://{addr}/pricing.html");
     for (method, evidence) in [("GET", true), ("POST", false)] {
         let mock = MockLlm::start().await;
-        let p = Routines::project(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
+        let p = super::assisted(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
         p.write(
             "routines/price.yaml",
             &format!(

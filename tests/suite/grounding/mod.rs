@@ -33,6 +33,7 @@ mod times;
 mod windows;
 mod writes;
 
+use crate::common::Routines;
 use routines::agent::{Agent, RunEvent, ToolStatus};
 use routines::config::Autonomy;
 use routines::config::routine_file::FirstCall;
@@ -41,9 +42,13 @@ use serde_json::Value;
 
 use crate::common::Harness;
 
-/// An agent in routine mode with `first_call: tool`, as a routine run builds it.
+/// An agent in routine mode with `first_call: tool` and every assist (`agent.assist: full`), as
+/// a routine run builds it: these tests are of the assists that help small models.
 fn routine_agent(h: &Harness, autonomy: Autonomy) -> Agent {
-    let mut agent = h.agent(autonomy, |o, _| o.first_call = FirstCall::Tool);
+    let mut agent = h.agent(autonomy, |o, _| {
+        o.first_call = FirstCall::Tool;
+        o.assists.level = routines::config::AssistLevel::Full;
+    });
     agent.set_routine_name("check");
     agent.set_silent_token(Some("NO_REPLY".into()));
     agent
@@ -71,6 +76,12 @@ fn tool_names(req: &Value) -> Vec<String> {
 /// The text of a request's last message.
 fn last_text(req: &Value) -> String {
     crate::common::last_message(req)["content"].as_str().unwrap_or_default().to_string()
+}
+
+/// A project whose engine gives every assist (`agent.assist: full`), then `extra`: the tests of
+/// this folder are of the assists that help small models, beyond the default `evidence` level.
+fn assisted(base_url: &str, extra: &str) -> Routines {
+    Routines::project(base_url, &format!("agent:\n  assist: full\n{extra}"))
 }
 
 /// Runs `git` with `args` in `dir` (its own `HOME`, no system config) and `env` set, and

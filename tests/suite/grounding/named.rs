@@ -8,7 +8,6 @@ use serde_json::json;
 
 use super::{last_text, notes, routine_agent, tool_events, tool_names};
 use crate::common::Harness;
-use crate::common::Routines;
 use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const PRICES: &str = "Compare prices/october.csv with prices/november.csv. Which product changed its price?";
@@ -50,7 +49,7 @@ async fn an_answer_that_skipped_the_files_the_task_names_is_asked_for_them_once(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_repeat_the_named_file_no_call_used_comes_before_the_answer() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/versions.yaml",
         "prompt: Does the version in package.json match the newest one in CHANGELOG.md?\nagent: { tools: [file_read] }\n",

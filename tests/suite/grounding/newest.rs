@@ -15,7 +15,7 @@ const CHANGELOG: &str = "# Changelog\n## Unreleased\n- Work in progress\n## 3.4.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_latest_release_of_a_changelog_is_its_newest_dated_section() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/latest.yaml",
         "prompt: What changed in the latest release according to CHANGELOG.md?\nagent: { tools: [file_read] }\n",
@@ -42,7 +42,7 @@ async fn the_latest_release_of_a_changelog_is_its_newest_dated_section() {
 /// A project whose routine `who` runs `prompt` with `git`, in a repository where Priya Shah
 /// added billing.py and Lukas Weber changed it three days later.
 fn billing_repo(mock: &MockLlm, prompt: &str) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/who.yaml", &format!("prompt: {prompt}\nagent: {{ tools: [shell], allow_commands: [git] }}\n"));
     let git = |args: &[&str], author: &str, date: &str| {
         let env = [

@@ -10,7 +10,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 /// A routine that asks whether a queue of 1250 is over 1000.
 fn queue(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/queue.yaml",
         "prompt: Read queue.json and tell me whether the queue depth is over 1000.\nagent: { tools: [file_read] }\n",
@@ -129,7 +129,7 @@ async fn an_answer_still_without_the_value_gets_the_line_that_holds_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_about_a_percentage_of_a_named_line_goes_back_for_that_percentage() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/disk.yaml",
         "prompt: Is /var more than 80% full according to df.txt? Answer yes or no with the percentage.\n\
@@ -157,7 +157,7 @@ async fn an_answer_about_a_percentage_of_a_named_line_goes_back_for_that_percent
 
 /// A routine that runs `task` over `file` holding `body`, or replies NO_REPLY, into `out.md`.
 fn alert(mock: &MockLlm, task: &str, file: &str, body: &str) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/alert.yaml",
         &format!(

@@ -11,7 +11,7 @@ const TASK: &str =
     "Read stock.txt and tell me how many widgets we have and how that compares with the last time you checked.";
 
 fn project(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/stock.yaml",
         &format!("prompt: {TASK}\nagent: {{ tools: [file_read, memory_recall, memory_store] }}\n"),

@@ -12,7 +12,7 @@ const TASK: &str = "Read reports/tests.txt and write a one-line summary into sum
 const TESTS: &str = "test_login PASSED\ntest_checkout FAILED\ntest_refund PASSED\ntest_invoice_pdf FAILED\n";
 
 fn project(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/task.yaml", &format!("prompt: {TASK}\nagent: {{ tools: [file_read, file_write] }}\n"))
         .write("reports/tests.txt", TESTS);
     p

@@ -13,7 +13,7 @@ const WATCH: &str = "prompt: Check notes.txt for anything urgent. If there is no
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_reply_that_looked_at_nothing_is_asked_to_check_first() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "URGENT: renew the certificate today\n");
     mock.push_all([
         text("NO_REPLY"),
@@ -38,7 +38,7 @@ async fn a_silent_reply_that_looked_at_nothing_is_asked_to_check_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_reply_after_a_check_is_believed_once_a_review_agrees() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "nothing new\n");
     // The code check gets no function, so the review decides.
     mock.push_all([
@@ -62,7 +62,7 @@ async fn a_silent_reply_after_a_check_is_believed_once_a_review_agrees() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_reply_after_a_tool_showed_the_problem_is_reviewed_into_an_alert() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "09:12 ERROR payment provider unreachable\n");
     mock.push_all([
         tool_call("file_read", json!({"path": "notes.txt"})),
@@ -79,7 +79,7 @@ async fn a_silent_reply_after_a_tool_showed_the_problem_is_reviewed_into_an_aler
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_call_auto_leaves_the_choice_to_the_model() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/poem.yaml", "prompt: Write a haiku about Mondays.\nagent: { first_call: auto }\n");
     mock.push(text("Coffee steam rises"));
     p.run_async(["run", "poem"]).await.success().stdout_is("Coffee steam rises\n");
@@ -90,7 +90,7 @@ async fn first_call_auto_leaves_the_choice_to_the_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_whose_model_never_answers_fails_with_a_clear_error() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/watch.yaml", WATCH).write("notes.txt", "x\n");
     mock.push_all([tool_call("file_read", json!({"path": "notes.txt"})), text(""), text("<|im_end|>")]);
     let o = p.run_async(["run", "watch"]).await;

@@ -19,7 +19,7 @@ fn notes(show: &Value) -> Vec<String> {
 
 /// A project with `users.json` and the routine `admins`, which asks for a count and the names.
 fn admins(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/admins.yaml",
         "prompt: How many users in users.json are admins? Name them.\nagent: { tools: [file_read] }\n",
@@ -82,7 +82,7 @@ async fn only_the_kept_records_reach_the_answer_with_their_count() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_least_of_a_tables_rows_is_named_in_the_answer_request() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     let csv = "warehouse,quantity\nGdansk,290\nPorto,410\nLyon,135\nLeeds,220\n";
     p.write(
         "routines/stock.yaml",
@@ -127,7 +127,7 @@ fn gateway_log(timed_out: &str, info_tail: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     let log = gateway_log("timed out", "");
     p.write(
         "routines/timeouts.yaml",
@@ -182,7 +182,7 @@ async fn a_search_that_found_nothing_goes_back_and_the_read_lines_are_counted() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_that_kept_nothing_twice_gives_way_to_the_tasks_words() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     let log = gateway_log("Timed Out", ", out of cache");
     p.write(
         "routines/timeouts.yaml",
@@ -255,7 +255,7 @@ async fn the_function_runs_contained_and_one_that_keeps_all_leaves_the_evidence_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_answered_in_the_turn_is_asked_from_the_evidence_with_the_records_selected() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/admins.yaml",
         "prompt: How many of our users are admins?\nagent: { tools: [file_read, file_list] }\n",
@@ -282,7 +282,7 @@ async fn a_count_answered_in_the_turn_is_asked_from_the_evidence_with_the_record
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_of_two_questions_answered_in_the_turn_is_asked_from_the_evidence() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/logs.yaml",
         "prompt: Which log files do we keep, and which one is the largest?\nagent: { tools: [file_list] }\n",
@@ -311,7 +311,7 @@ async fn a_task_of_two_questions_answered_in_the_turn_is_asked_from_the_evidence
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_over_the_few_lines_a_search_printed_is_told_how_many() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/refunds.yaml",
         "prompt: How many orders in orders.csv were refunded?\nagent: { tools: [shell], allow_commands: [grep] }\n",
@@ -338,7 +338,7 @@ async fn a_count_over_the_few_lines_a_search_printed_is_told_how_many() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_which_answer_that_names_none_of_the_selected_records_is_asked_to_name_them() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/admins.yaml",
         "prompt: Which users in users.json are admins?\nagent: { tools: [file_read, file_list] }\n",
@@ -377,7 +377,7 @@ async fn a_which_answer_that_names_none_of_the_selected_records_is_asked_to_name
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_total_is_added_up_by_the_engine_from_the_models_value_of_each_row() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/total.yaml",
         "prompt: What is the total of all amounts in invoices/november.csv?\nagent: { tools: [file_read] }\n",
@@ -417,7 +417,7 @@ async fn a_total_is_added_up_by_the_engine_from_the_models_value_of_each_row() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_oldest_of_a_few_lines_is_picked_by_their_dates() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/oldest.yaml", "prompt: Which backup in backups.txt is the oldest?\nagent: { tools: [file_read] }\n")
         .write(
             "backups.txt",
@@ -443,7 +443,7 @@ async fn the_oldest_of_a_few_lines_is_picked_by_their_dates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_oldest_of_rows_of_two_dates_is_picked_by_the_date_the_models_code_reads() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/oldest.yaml",
         "prompt: Which backup in backups.csv is the oldest?\nagent: { tools: [file_read] }\n",
@@ -473,7 +473,7 @@ async fn the_oldest_of_rows_of_two_dates_is_picked_by_the_date_the_models_code_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn different_values_are_counted_by_the_engine_from_the_models_key() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/ips.yaml",
         "prompt: How many different IP addresses appear in access.log?\nagent: { tools: [file_read] }\n",
@@ -503,7 +503,7 @@ async fn different_values_are_counted_by_the_engine_from_the_models_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_share_is_worked_out_by_the_engine_from_the_kept_rows() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/share.yaml",
         "prompt: What percentage of the orders in orders.csv were cancelled?\nagent: { tools: [file_read] }\n",
@@ -533,7 +533,7 @@ async fn a_share_is_worked_out_by_the_engine_from_the_kept_rows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_of_a_numeric_column_is_its_total() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/hours.yaml",
         "prompt: How many hours did Ana log in timesheet.csv this week?\nagent: { tools: [file_read] }\n",
@@ -558,7 +558,7 @@ async fn a_count_of_a_numeric_column_is_its_total() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_of_the_lines_a_question_names_is_named_in_the_answer_request() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write("routines/lasterr.yaml", "prompt: What was the last error in logs/app.log?\nagent: { tools: [file_read] }\n")
         .write(
             "logs/app.log",
@@ -588,7 +588,7 @@ const ACCOUNTS: &str = "[\n  {\"name\": \"alice\", \"role\": \"admin\", \"active
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_that_left_out_a_condition_the_task_names_is_asked_again_and_both_must_hold() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/inactive.yaml",
         "prompt: Which admin accounts in users.json are inactive?\nagent: { tools: [file_read, file_list] }\n",
@@ -623,7 +623,7 @@ async fn a_keep_that_left_out_a_condition_the_task_names_is_asked_again_and_both
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_lines_before_a_date_the_task_names_are_kept_by_the_engine() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/due.yaml",
         "prompt: Which tasks in tasks.md are due before December 1, 2026?\nagent: { tools: [file_read, file_list] }\n",
@@ -666,7 +666,7 @@ async fn the_lines_before_a_date_the_task_names_are_kept_by_the_engine() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keep_in_another_case_than_the_lines_runs_again_on_them_in_its_case() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/blocked.yaml",
         "prompt: Which people in standup.md are blocked?\nagent: { tools: [file_read, file_list] }\n",

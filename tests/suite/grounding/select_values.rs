@@ -13,7 +13,7 @@ const ORDERS: &str = "[\n  {\"id\": 101, \"status\": \"shipped\", \"amount\": 40
 /// A project whose routine `shipped` asks for the total of the shipped orders in `orders.json`.
 async fn shipped() -> (MockLlm, Routines) {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/shipped.yaml",
         "prompt: What is the total amount of the shipped orders in orders.json?\nagent: { tools: [file_read] }\n",
@@ -96,7 +96,7 @@ async fn out_of_stock(path: &str, keep: &str) -> (String, String) {
     let addr = stock_site().await;
     let url = format!("http://{addr}{path}");
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
+    let p = super::assisted(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
     p.write(
         "routines/stock.yaml",
         &format!("prompt: Which products are out of stock according to {url}?\nagent: {{ tools: [http_request] }}\n"),
@@ -147,7 +147,7 @@ async fn a_keep_that_keeps_what_the_task_negates_is_asked_again() {
     let addr = stock_site().await;
     let url = format!("http://{addr}/status.json");
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
+    let p = super::assisted(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
     p.write(
         "routines/status.yaml",
         &format!(
@@ -180,7 +180,7 @@ async fn a_keep_that_keeps_what_the_task_negates_is_asked_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_of_statuses_where_the_task_counts_users_is_asked_for_again() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/users.yaml",
         "prompt: How many different users logged in successfully according to auth.log?\nagent: { tools: [file_read] }\n",

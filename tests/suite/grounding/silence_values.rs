@@ -30,7 +30,7 @@ async fn site(body: &'static str) -> SocketAddr {
 async fn health_check(body: &'static str, then: Reply) -> (MockLlm, Routines) {
     let addr = site(body).await;
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
+    let p = super::assisted(&mock.base_url(), "security:\n  allowed_hosts: [127.0.0.1]\n");
     p.write(
         "routines/health.yaml",
         &format!(
@@ -86,7 +86,7 @@ async fn a_silence_where_no_value_is_the_state_goes_to_the_code_check() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_function_that_raised_is_asked_for_again_with_the_error() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/watch.yaml",
         "prompt: Check notes.txt for problems and quote them. If there are none, reply NO_REPLY.\n\
@@ -122,7 +122,7 @@ async fn a_check_function_that_raised_is_asked_for_again_with_the_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silence_beside_a_non_zero_exit_code_is_reported() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/cron.yaml",
         "prompt: Check logs/cron.log. If any job exited with a non-zero code, tell me which job and the code. Otherwise reply NO_REPLY.\n\

@@ -10,7 +10,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 /// A project whose routine `task` runs `prompt` with `tools` over `file` holding `body`.
 fn project(mock: &MockLlm, prompt: &str, tools: &str, file: &str, body: &str) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/task.yaml",
         &format!("prompt: {prompt}\nagent: {{ tools: [{tools}], allow_commands: [grep] }}\n"),

@@ -89,7 +89,7 @@ const ACCESS: &str = "10.0.0.5 - GET / 200\n10.0.0.7 - GET /login 200\n10.0.0.7 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_for_a_number_inside_longer_ones_goes_back_as_a_whole_word_search() {
     let mock = crate::common::mock_llm::MockLlm::start().await;
-    let p = crate::common::Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/ip.yaml",
         "prompt: How many requests in logs/access.log came from 10.0.0.7?\nagent: { tools: [shell], allow_commands: [grep] }\n",

@@ -13,7 +13,7 @@ use crate::common::mock_llm::{MockLlm, text, tool_call};
 const CHECKS: &str = "disk: ok\nmemory: ok\ndns: FAIL (timeout resolving api.example.com)\nntp: ok\ntls: FAIL (certificate expires in 3 days)\n";
 
 fn project(mock: &MockLlm) -> Routines {
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/failing.yaml",
         "prompt: Read checks.txt and write the checks that are failing to failing.txt.\nagent: { tools: [file_read, file_write] }\n",
@@ -82,7 +82,7 @@ async fn a_write_of_an_earlier_writes_receipt_is_never_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_copy_the_task_asks_for_is_written() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/backup.yaml",
         "prompt: Make a backup copy of checks.txt as checks.bak.\nagent: { tools: [file_read, file_write] }\n",
@@ -106,7 +106,7 @@ async fn a_copy_the_task_asks_for_is_written() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guess_held_before_the_reads_is_not_written_over_the_write_made_from_them() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/count.yaml",
         "prompt: Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.\n\
@@ -152,7 +152,7 @@ const TESTS: &str = "test_login ........ PASSED\ntest_logout ....... PASSED\ntes
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_elsewhere_and_a_write_of_every_name_are_not_run() {
     let mock = MockLlm::start().await;
-    let p = Routines::project(&mock.base_url(), "");
+    let p = super::assisted(&mock.base_url(), "");
     p.write(
         "routines/failing.yaml",
         "prompt: Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.\nagent: { tools: [file_read, file_write] }\n",

@@ -4,9 +4,10 @@
 //! make exactly the script's requests (no assist asks a model that is right) and deliver the
 //! scripted answer untouched, and the task's own checks must pass.
 //!
-//! The target is no extra request anywhere. [`OPEN`] lists the tasks where the engine still
-//! asks more, with how many: a task leaves the list when its assist stops asking a model that
-//! is right, and a request added anywhere else fails the test.
+//! At the default level (`evidence`) and under `off` there is no extra request anywhere. At
+//! `full`, [`OPEN`] lists the tasks where the engine still asks more, with how many: a task
+//! leaves the list when its assist stops asking a model that is right, and a request added
+//! anywhere else fails the test.
 
 mod tasks;
 
@@ -52,7 +53,7 @@ struct Seen {
     detail: String,
 }
 
-/// Tasks where an assist still asks a model that is right, and how many requests it adds (the
+/// Tasks where an assist of `full` still asks a model that is right, and how many requests it adds (the
 /// note kinds that show which assist, as of this list):
 /// - a silence after a look: the code check asks for a `findings()` function, and when it
 ///   cannot decide (here: the model answers the token again) the review asks once more
@@ -128,11 +129,19 @@ async fn play(task: &Task, engine: &str) -> Seen {
     Seen { name: task.name, extra, changed, passed, detail }
 }
 
+/// At the default level (`evidence`) a model that is right makes exactly its own requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_is_right_gets_no_extra_request_and_its_answers_stand() {
+    strictly_as_written("").await;
+}
+
+/// At `full` the assists that help small models still ask a model that is right: exactly the
+/// requests of [`OPEN`], and no answer changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_assist_full_the_extra_requests_are_the_listed_ones() {
     let mut seen = Vec::new();
     for task in tasks::TASKS {
-        seen.push(play(task, "").await);
+        seen.push(play(task, "agent: { assist: full }\n").await);
     }
     let open = |name: &str| OPEN.iter().find(|(n, _)| *n == name).map_or(0, |(_, e)| *e);
     let bad: Vec<&Seen> = seen.iter().filter(|s| s.extra != open(s.name) || s.changed || !s.passed).collect();
@@ -160,8 +169,8 @@ async fn with_assist_off_the_same_scripts_run_as_written() {
     strictly_as_written("agent: { assist: off }\n").await;
 }
 
-/// The evidence level steps in only on facts about the calls, which a model that is right
-/// never gives it: not one request more, silences included.
+/// The evidence level, named: it steps in only on facts about the calls, which a model that
+/// is right never gives it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_assist_evidence_the_same_scripts_run_as_written() {
     strictly_as_written("agent: { assist: evidence }\n").await;
