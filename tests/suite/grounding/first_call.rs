@@ -203,8 +203,6 @@ async fn the_mock_checks_the_wire_shape_of_tool_choice() {
 async fn a_webhook_run_with_its_data_in_the_prompt_leaves_the_first_call_to_the_model() {
     use std::time::Duration;
 
-    
-
     let mock = MockLlm::start().await;
     let port = crate::common::os::free_port();
     let p = super::assisted(&mock.base_url(), &format!("server: {{ listen: 127.0.0.1:{port} }}\n"));

@@ -10,8 +10,8 @@ use routines::config::Autonomy;
 use serde_json::{Value, json};
 
 use super::{notes, routine_agent, tool_names};
-use crate::common::mock_llm::{MockLlm, text, tool_call};
 use crate::common::Harness;
+use crate::common::mock_llm::{MockLlm, text, tool_call};
 
 const PORT: &str = "prompt: Which port does the app listen on, according to config/app.toml?\n\
                     agent: { tools: [file_read, file_list] }\n";
