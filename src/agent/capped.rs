@@ -60,7 +60,7 @@ pub(super) fn without_superseded(calls: &[CallRecord]) -> std::borrow::Cow<'_, [
     }
 }
 
-/// An author the task names, as the log writes the name, and how many commits are theirs.
+/// An author the task names, as the log writes the name, and the number of commits that are theirs.
 type Author = (String, usize);
 
 /// For a task that asks how many, when the turn's one successful `git log` shows commits in its
@@ -91,7 +91,7 @@ pub(super) fn commits_note(task: &str, calls: &[CallRecord], lang: Language) -> 
 }
 
 /// For a count of commits the note would state (the named author's where there is one),
-/// whether `answer`, given in the turn, lacks it: the 1.5B model answered "1" over Ana Lima's
+/// whether `answer`, given in the turn, lacks it: the 1.5B model answered "1" over Rosa Diaz's
 /// three commits (bench/README.md, stop 41), and such an answer is asked from the evidence,
 /// where one that says it needs nothing more. `None` when the turn counted no commits.
 pub(super) fn miscounted(task: &str, calls: &[CallRecord], answer: &str) -> Option<bool> {
@@ -102,7 +102,7 @@ pub(super) fn miscounted(task: &str, calls: &[CallRecord], answer: &str) -> Opti
 
 /// For a task that names an author of some of a default-format log's commits but not all (a
 /// word of the name in the `Author:` line, three letters or more): the name as the log writes
-/// it and how many of the commits are theirs. Asked how many commits Ana Lima made, the 1.5B
+/// it and how many of the commits are theirs. Asked how many commits Rosa Diaz made, the 1.5B
 /// model answered 5, the note's number of all the commits (bench/README.md, stop 40).
 fn by_named_author(task: &str, log: &str) -> Option<(String, usize)> {
     let task_words: Vec<String> = task
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_limit_the_output_reached_is_a_count_capped() {
-        let task = "How many commits are there in this repository?";
+        let task = "How many commits does this repo have?";
         let c = capped(task, &[shell("git log -3 --stat", THREE)]).unwrap();
         assert_eq!(c, Capped { command: "git log -3 --stat".into(), limit: 3, whole: "git log --stat".into() });
         assert_eq!(
@@ -168,15 +168,15 @@ mod tests {
 
     #[test]
     fn the_commits_a_log_shows_are_counted_for_a_count() {
-        let task = "How many commits are there in this repository?";
+        let task = "How many commits does this repo have?";
         let note = commits_note(task, &[shell("git log --stat", THREE)], Language::En);
         assert_eq!(note.as_deref(), Some("(`git log --stat` shows 3 commits.)"));
         assert_eq!(commits_note("What changed?", &[shell("git log --stat", THREE)], Language::En), None);
-        let two_authors = "commit 1fa4d284c8cd\nAuthor: Ana Lima <ana@x>\n\n    Fifth\n\ncommit 69eeb79d9239\nAuthor: Ben Ode <ben@x>\n\n    Fourth\n\ncommit 8bec50d28b58\nAuthor: Ana Lima <ana@x>\n\n    Third\n";
-        let ana = "How many commits has Ana Lima made in this repository?";
+        let two_authors = "commit 1fa4d284c8cd\nAuthor: Rosa Diaz <rosa@x>\n\n    Fifth\n\ncommit 69eeb79d9239\nAuthor: Ben Ode <ben@x>\n\n    Fourth\n\ncommit 8bec50d28b58\nAuthor: Rosa Diaz <rosa@x>\n\n    Third\n";
+        let rosa = "How many commits did Rosa Diaz make in this repo?";
         assert_eq!(
-            commits_note(ana, &[shell("git log", two_authors)], Language::En).as_deref(),
-            Some("(`git log` shows 3 commits; 2 of them by Ana Lima.)")
+            commits_note(rosa, &[shell("git log", two_authors)], Language::En).as_deref(),
+            Some("(`git log` shows 3 commits; 2 of them by Rosa Diaz.)")
         );
         assert_eq!(
             commits_note(task, &[shell("git log", two_authors)], Language::En).as_deref(),
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_limit_not_reached_or_a_task_that_counts_nothing_is_left_alone() {
-        let task = "How many commits are there in this repository?";
+        let task = "How many commits does this repo have?";
         assert_eq!(capped(task, &[shell("git log -5", THREE)]), None, "fewer than the limit: all of them");
         assert_eq!(capped(task, &[shell("git log", THREE)]), None);
         assert_eq!(capped("What did the last three commits change?", &[shell("git log -3", THREE)]), None);
@@ -208,12 +208,14 @@ mod tests {
 
     #[test]
     fn an_answer_without_the_logs_count_is_a_miscount() {
-        let task = "How many commits has Ana Lima made in this repository?";
-        let calls =
-            [shell("git log -3 --stat '--author=Ana Lima'", THREE), shell("git log --stat '--author=Ana Lima'", THREE)];
+        let task = "How many commits did Rosa Diaz make in this repo?";
+        let calls = [
+            shell("git log -3 --stat '--author=Rosa Diaz'", THREE),
+            shell("git log --stat '--author=Rosa Diaz'", THREE),
+        ];
         assert_eq!(miscounted(task, &calls, "1"), Some(true), "the model's answer over three commits");
-        assert_eq!(miscounted(task, &calls, "Ana Lima has made 3 commits."), Some(false));
+        assert_eq!(miscounted(task, &calls, "Rosa Diaz has made 3 commits."), Some(false));
         assert_eq!(miscounted(task, &calls, "13"), Some(true), "13 is not 3");
-        assert_eq!(miscounted("Who made the last commit?", &calls, "1"), None, "not a count");
+        assert_eq!(miscounted("Who authored the last commit?", &calls, "1"), None, "not a count");
     }
 }

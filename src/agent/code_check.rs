@@ -44,7 +44,7 @@ def parses(text):
         return False
 # A function that fails on the whole output runs once more without a table's header: when the
 # only lines it cannot take on their own are the first line, if it holds no number of its own
-# (`domain days_left`, `Filesystem Size Used Avail Use%`; a log line has its time), and lines of
+# (`domain days_left`, a `df` table's column names; a log line has its time), and lines of
 # no letter or digit (`-----`), and some line is left. A data line it cannot take leaves the
 # failure standing: the line could hold what the task asks about.
 import re
@@ -303,12 +303,12 @@ impl Agent {
     ///
     /// What the check found is said as "(The data above shows only the lines of the results that
     /// the task asks about. Quote each of them.)": told "A check of the data found something
-    /// the task asks you to report", the model answered "There are failed payments listed in the
-    /// logs/payments.log file." beside the FAILED line; replayed on the eight recorded reports,
-    /// seven the same or better (`payment 882 FAILED card declined`, `/backups 95%`), one that
+    /// the task asks you to report", the model answered that failed payments were listed in the
+    /// log file, beside the FAILED line; replayed on the eight recorded reports,
+    /// seven the same or better (the payment's FAILED line, `/backups 95%`), one that
     /// gave the failure's reason without its time (bench/README.md, stop 38). The same goes for
-    /// a limit crossed (`by_code` false): with no sentence, the model answered "There is no host
-    /// using more than 90% CPU" from the line `web-2  97%`, and told "a check found something"
+    /// a limit crossed (`by_code` false): with no sentence, the model answered that no host used
+    /// more than 90% of its CPU, from the line `web-2  97%`, and told "a check found something"
     /// it named `/backups` without the 95% the task asked for (four forms of that sentence);
     /// with this one, "web-2 is using 97% CPU" and "/backups 95%" (three recorded reports of
     /// three). Where no line holds what was found, the results are shown whole and only the
@@ -399,7 +399,7 @@ fn content(call: &CallRecord) -> &str {
     match call.tool.as_str() {
         "file_read" => crate::tools::without_range(&call.result),
         // The body alone: `json.loads` of the whole result failed on its status line, and the
-        // 1.5B model's check then kept a silence beside `"cache": "unhealthy"` (stop 39).
+        // 1.5B model's check then kept a silence beside a component marked unhealthy (stop 39).
         "http_request" => crate::tools::http_body(&call.result).trim_end(),
         _ => call.result.trim_end(),
     }

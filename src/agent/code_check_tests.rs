@@ -3,17 +3,17 @@ use super::*;
 #[test]
 fn the_task_loses_the_sentences_that_name_the_token() {
     let task = SilenceTask::new(
-        "Check logs/app.log for errors. If there are any, quote them. If there are none, reply NO_REPLY.",
+        "Look at logs/api.log for failures. Quote any you find. If you find nothing, answer NO_REPLY.",
         "NO_REPLY",
     )
     .unwrap();
-    assert_eq!(task.task, "Check logs/app.log for errors. If there are any, quote them.");
+    assert_eq!(task.task, "Look at logs/api.log for failures. Quote any you find.");
     let zh = SilenceTask::new(
-        "查看 logs/disk.log 的最后一行。如果磁盘使用率超过 90%，告诉我当前的使用率；否则只回复“正常”。",
+        "看看 logs/usage.log 的最后一行。磁盘占用一旦超过 90%，就告诉我现在的占用；否则只回复“正常”。",
         "正常",
     )
     .unwrap();
-    assert_eq!(zh.task, "查看 logs/disk.log 的最后一行。 如果磁盘使用率超过 90%，告诉我当前的使用率；");
+    assert_eq!(zh.task, "看看 logs/usage.log 的最后一行。 磁盘占用一旦超过 90%，就告诉我现在的占用；");
     // A decimal point or a version is not the end of a sentence.
     let v = SilenceTask::new("Alert when v2.4 is above 0.5 ms.\nOtherwise reply OK_TOKEN", "OK_TOKEN").unwrap();
     assert_eq!(v.task, "Alert when v2.4 is above 0.5 ms.");
@@ -112,14 +112,14 @@ fn the_function_parses_what_the_file_holds() {
 
 #[test]
 fn a_finding_must_name_something_the_results_hold() {
-    let data = "2026-11-23 /dev/sda1 使用率 93%\n09:12 ERROR payment provider unreachable\n{\"name\": \"payments\", \"state\": \"down\"}";
+    let data = "2026-11-23 /dev/sda1 使用率 93%\n09:12 ERROR payment gateway timed out\n{\"name\": \"payments\", \"state\": \"down\"}";
     let found = |v: &[&str]| in_data(v.iter().map(|s| s.to_string()).collect(), data);
     let held = |v: &[&str]| matches!(found(v), Verdict::Found(_));
     // Verbatim, or sharing a number or a name with the data (the model formats its findings).
     assert!(held(&["ERROR payment"]));
     assert!(held(&["当前的使用率: 93%"]) && held(&["93.0"]) && held(&["Usage is 93.0 percent"]));
     assert!(held(&["Service payments is down"]));
-    assert!(held(&["No findings", "payment provider"]), "one string held is enough");
+    assert!(held(&["No findings", "payment gateway"]), "one string held is enough");
     assert!(held(&["4", "ok"]), "short strings say little either way");
     assert_eq!(found(&[]), Verdict::Found(Vec::new()));
     // Words of its own.

@@ -1,12 +1,12 @@
-//! Tasks whose answer is a comparison: a yes-or-no check ("Does the version in package.json
-//! match ...?") or a superlative ("Which region had the highest revenue?"). Asked for the
+//! Tasks whose answer is a comparison: a yes-or-no check ("Does the release in setup.cfg
+//! match ...?") or a superlative ("Which team closed the most tickets?"). Asked for the
 //! answer from the evidence, a 1.5B model answers these from the look of the values rather than
 //! their order: `Yes` for 2.3.0 against 2.4.0, East's 143,500 as the highest of four regions.
 //! Shown two worked answers first, in which the values are written out before the verdict
 //! (`Values: ... ANSWER: ...`), it writes the values out too and compares right more often:
 //! replayed on 14 recorded and constructed comparisons at two clock times, 21 of 28 right
 //! against 10 of 28 (bench/README.md, "Stop 32"). Tasks of other kinds (lists, counts, the
-//! first unchecked item) got worse with the same examples, so they are shown only to tasks
+//! next open to-do) got worse with the same examples, so they are shown only to tasks
 //! that this module recognizes as comparisons, in English; the examples are in English.
 
 use crate::config::Language;
@@ -60,7 +60,7 @@ pub(super) fn examples(lang: Language, ask: &str) -> Option<Vec<Message>> {
         ),
         (
             "Data:\n--- file_read {\"path\":\"shop/price.txt\"} ---\nprice: 12.00\n--- file_read {\"path\":\"web/price.txt\"} \
-             ---\nprice: 12.50\n---\n\nTask: Does the shop's price match the web price? Answer yes or no and give both prices.",
+             ---\nprice: 12.50\n---\n\nTask: Does the shop's price match the web price? Reply yes or no and state both prices.",
             "Values: shop 12.00, web 12.50. 12.00 is not 12.50.\nANSWER:\nNo: the shop's price is 12.00 and the web \
              price is 12.50.",
         ),
@@ -78,7 +78,7 @@ const EXAMPLE_VALUES: [&[&str]; 2] = [&["bolts", "40"], &["12.00", "12.50"]];
 
 /// Whether `answer` is copied from a worked example: it holds all the values of one example's
 /// answer, and the request it answers (`request`, the data and the task) holds none of them.
-/// "How many orders are still pending? Is that more or less than last time?": shown the
+/// A task that set the pending orders against the previous run: shown the
 /// examples, the 1.5B model answered "Yes: the shop's price is 12.00 and the web price is
 /// 12.50." twice (bench/README.md, stop 44).
 pub(super) fn copied(answer: &str, request: &str) -> bool {
@@ -128,13 +128,13 @@ mod tests {
     #[test]
     fn yes_or_no_questions_and_superlatives_are_comparisons() {
         for task in [
-            "Does the version in package.json match the newest version in CHANGELOG.md? Answer yes or no.",
-            "Which region had the highest revenue in data/sales.csv, and how much was it?",
-            "Who made the most recent commit in this repository?",
+            "Does the tag in Cargo.toml match the top entry of RELEASES.md? Yes or no, please.",
+            "Which store had the highest takings in shops.csv, and how much?",
+            "Who authored the most recent change in this repo?",
             "Check certs/api.txt. Is it valid for more than 30 days?",
             "Which rack is the warmest right now?",
             "Tell me yes or no: did the backup run?",
-            "Which host has the least free disk?",
+            "Which host has the least disk left?",
         ] {
             assert!(asks_to_compare(task), "{task}");
         }
@@ -154,13 +154,13 @@ mod tests {
     #[test]
     fn other_tasks_are_not() {
         for task in [
-            "What is the first unchecked item in TODO.md?",
-            "List the commits of the last 24 hours, one line each with the author and what changed.",
-            "How many ERROR lines are in logs/worker.log?",
-            "Compare prices/october.csv with prices/november.csv. Which product changed its price?",
-            "Check logs/app.log for errors. If there are any, quote them. If there are none, reply NO_REPLY.",
+            "What's the first unticked box in plan.md?",
+            "List the last day's commits with one line per commit: author and change.",
+            "How many FATAL lines does logs/queue.log hold?",
+            "Compare rates/q1.csv with rates/q2.csv. Which plan changed its rate?",
+            "Look at logs/api.log for failures. Quote any you find; otherwise answer NO_REPLY.",
             "Run the tests and send the request log to the west team; note any interest.",
-            "读取 notes/weekly.md，告诉我本周完成了哪些工作。",
+            "看一下 notes/sprint.md，列出这周做完的事情。",
         ] {
             assert!(!asks_to_compare(task), "{task}");
         }

@@ -1,4 +1,4 @@
-//! A count where the task needs the lines. Asked "which user had the most failed logins", the
+//! A count where the task needs the lines. Asked which account saw the most failed sign-ins, the
 //! 1.5B model ran `grep -c 'Failed password' auth.log`, got `6`, and answered with a user name
 //! no tool had printed; asked for the warnings "since 08:30", it counted every warning of the
 //! day (bench/README.md, stop 43). A count cannot say which line, or when. When the task asks
@@ -152,14 +152,14 @@ mod tests {
     #[test]
     fn a_count_for_a_task_that_asks_which_goes_back_as_the_search_printing_lines() {
         let calls = [shell("grep -c 'Failed password' auth.log", "6\n")];
-        let task = "Which user had the most failed logins in auth.log?";
+        let task = "Which account saw the most failed attempts in auth.log?";
         let counted = count_only(task, &calls).unwrap();
         assert_eq!(
             message(Language::En, &counted),
             r#"`grep -c 'Failed password' auth.log` printed only how many lines match, and the task asks which one. Call this instead, which prints the lines: shell {"command":"grep 'Failed password' auth.log"}"#
         );
         let timed = [shell("grep -ci warn server.log", "5")];
-        let counted = count_only("How many warnings has server.log had since 08:30?", &timed).unwrap();
+        let counted = count_only("How many warnings did server.log record since 08:30?", &timed).unwrap();
         assert!(message(Language::En, &counted).ends_with(r#"shell {"command":"grep -i warn server.log"}"#));
     }
 
@@ -177,7 +177,7 @@ mod tests {
     fn a_fix_that_counts_prints_the_lines_when_the_task_needs_them() {
         let fix = r#"shell {"command":"grep -c 'Failed password' auth.log"}"#.to_string();
         assert_eq!(
-            fix_for("Which user had the most failed logins?", fix.clone()),
+            fix_for("Which account saw the most failed attempts?", fix.clone()),
             r#"shell {"command":"grep 'Failed password' auth.log"}"#
         );
         assert_eq!(fix_for("How many failed logins?", fix.clone()), fix, "a count asked");

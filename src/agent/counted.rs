@@ -105,6 +105,6 @@ mod tests {
         assert!(says_count("共有三条错误", 3));
         assert!(says_count("有两条", 2));
         assert!(says_count("No errors were logged.", 0));
-        assert!(!says_count("There are 2 ERROR lines in app.log.", 5));
+        assert!(!says_count("There are 2 ERROR lines in worker.log.", 5));
     }
 }

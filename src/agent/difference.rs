@@ -1,5 +1,5 @@
-//! The lines of one file that another lacks: a task that asks which entries of one list are
-//! not in another ("Which packages listed in requirements.txt are not in installed.txt?"), over
+//! The lines of one file that another lacks: a task that asks which items of one list another
+//! lacks ("Which hosts of roster.md does seen.log never mention?"), over
 //! two files the turn read whole, each a list of lines. The engine compares the lines (ignoring
 //! case and the white space around them) and the answer request says which they are.
 //!
@@ -8,7 +8,7 @@
 //! model words the answer.
 //!
 //! The same for two files of settings (`KEY=value` or `key: value` on every line) and a task that
-//! asks what differs between them ("Which settings differ between staging.env and prod.env?"):
+//! asks what differs between them ("What is set differently in dev.env and live.env?"):
 //! the engine names the keys whose values differ, with both values, and the keys only one file
 //! sets. Shown both files, the 1.5B model named all four keys where two differ (stop 40).
 //!
@@ -45,7 +45,7 @@ const DIFFER: [&str; 6] = ["differ", "different", "difference", "differences", "
 const ZH_DIFFER: [&str; 4] = ["不同", "区别", "差异", "不一样"];
 
 /// The note for the answer request, when `task` asks which lines of one file the turn read are
-/// not in the other, or which settings differ between two files, as the module says; `None`
+/// not in the other, or which settings two files set differently, as the module says; `None`
 /// otherwise.
 pub(super) fn note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
     absent_note(task, calls, lang).or_else(|| settings_note(task, calls, lang))
@@ -70,7 +70,7 @@ fn settings(text: &str) -> Option<Vec<(&str, &str)>> {
     (2..=MAX_LINES).contains(&out.len()).then_some(out)
 }
 
-/// Which settings differ between the two files the turn read whole, for a task that asks what
+/// The settings that the two files the turn read whole set differently, for a task that asks what
 /// differs: the keys whose values differ (both values), and the keys only one file sets.
 fn settings_note(task: &str, calls: &[CallRecord], lang: Language) -> Option<String> {
     let lower = task.to_lowercase();
@@ -200,52 +200,44 @@ mod tests {
     #[test]
     fn the_lines_of_one_list_the_other_lacks_are_named() {
         let calls = [
-            read("requirements.txt", "requests\nflask\nsqlalchemy\ncelery\nredis\n"),
-            read("installed.txt", "Flask\nrequests\n\nredis\n"),
+            read("wanted.txt", "requests\nflask\nsqlalchemy\ncelery\nredis\n"),
+            read("present.txt", "Flask\nrequests\n\nredis\n"),
         ];
-        let task = "Which packages listed in requirements.txt are not in installed.txt?";
+        let task = "Which tools listed in wanted.txt are not in present.txt?";
         assert_eq!(
             note(task, &calls, Language::En).as_deref(),
-            Some("(The lines of `requirements.txt` that `installed.txt` does not have: sqlalchemy, celery. 2 of 5.)")
+            Some("(The lines of `wanted.txt` that `present.txt` does not have: sqlalchemy, celery. 2 of 5.)")
         );
         // Read the other way round, named the other way round.
         let calls = [calls[1].clone(), calls[0].clone()];
         assert_eq!(
-            note("Which packages in installed.txt are not in requirements.txt?", &calls, Language::En).as_deref(),
-            Some("(Every line of `installed.txt` is also in `requirements.txt`.)")
+            note("Which tools in present.txt are not in wanted.txt?", &calls, Language::En).as_deref(),
+            Some("(Every line of `present.txt` is also in `wanted.txt`.)")
         );
-        assert!(
-            note("requirements.txt 里哪些包不在 installed.txt 中？", &calls, Language::Zh)
-                .unwrap()
-                .contains("sqlalchemy")
-        );
+        assert!(note("wanted.txt 里哪些包不在 present.txt 中？", &calls, Language::Zh).unwrap().contains("sqlalchemy"));
     }
 
     #[test]
     fn the_settings_two_files_set_differently_are_named() {
         let calls = [
-            read("config/staging.env", "DB_HOST=db-staging\nDB_POOL=10\nLOG_LEVEL=debug\nCACHE_TTL=60\n"),
-            read("config/prod.env", "# prod\nDB_HOST=db-prod\nDB_POOL=10\nLOG_LEVEL=info\nCACHE_TTL=60\nSENTRY=on\n"),
+            read("env/dev.env", "DB_HOST=db-staging\nDB_POOL=10\nLOG_LEVEL=debug\nCACHE_TTL=60\n"),
+            read("env/live.env", "# prod\nDB_HOST=db-prod\nDB_POOL=10\nLOG_LEVEL=info\nCACHE_TTL=60\nSENTRY=on\n"),
         ];
-        let task = "Which settings differ between config/staging.env and config/prod.env?";
+        let task = "What settings are different between env/dev.env and env/live.env?";
         assert_eq!(
             note(task, &calls, Language::En).as_deref(),
             Some(
-                "(The settings whose values differ (`config/staging.env` / `config/prod.env`): DB_HOST (`db-staging` / `db-prod`), LOG_LEVEL (`debug` / `info`); only in `config/prod.env`: SENTRY. Every other setting is the same in both.)"
+                "(The settings whose values differ (`env/dev.env` / `env/live.env`): DB_HOST (`db-staging` / `db-prod`), LOG_LEVEL (`debug` / `info`); only in `env/live.env`: SENTRY. Every other setting is the same in both.)"
             )
         );
-        assert!(
-            note("config/staging.env 和 config/prod.env 有哪些不同？", &calls, Language::Zh)
-                .unwrap()
-                .contains("LOG_LEVEL")
-        );
+        assert!(note("env/dev.env 和 env/live.env 有哪些不同？", &calls, Language::Zh).unwrap().contains("LOG_LEVEL"));
         let yaml = [read("a.yaml", "port: 80\nhost: a\n"), read("b.yaml", "port: 80\nhost: a\n")];
         assert_eq!(
             note("What is different between a.yaml and b.yaml?", &yaml, Language::En).as_deref(),
             Some("(No setting that both `a.yaml` and `b.yaml` have differs. Every other setting is the same in both.)")
         );
         assert_eq!(
-            note("Summarize config/staging.env and config/prod.env.", &calls, Language::En),
+            note("Summarize env/dev.env and env/live.env.", &calls, Language::En),
             None,
             "no word of difference"
         );

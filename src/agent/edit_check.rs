@@ -1,6 +1,6 @@
 //! A `file_edit` that would not make the change the task asks for, which a routine turn does
-//! not run. Asked to `Mark "Write tests" as done in todo.md`, the 1.5B model replaced `Write
-//! tests` with `Done`: the item was gone and its box still open, and the answer repeated the
+//! not run. Asked to mark a quoted item of a to-do list as done, the 1.5B model replaced the
+//! item's text with `Done`: the item was gone and its box still open, and the answer repeated the
 //! task (bench/README.md, stop 43). Two kinds are held:
 //!
 //! - **A box not ticked.** The task asks to mark an item done (or open again) and the file
@@ -248,11 +248,11 @@ mod tests {
     #[test]
     fn the_box_of_the_item_the_task_names_is_what_a_mark_done_changes() {
         let todo = "# This week\n- [x] Fix login bug\n- [ ] Write tests\n- [ ] Update docs\n";
-        assert_eq!(marks("Mark \"Write tests\" as done in todo.md."), Some(true));
+        assert_eq!(marks("Mark \"Write tests\" as finished in tasks.md."), Some(true));
         assert_eq!(marks("Tick off the docs item."), Some(true));
         assert_eq!(marks("Mark the login bug as not done."), Some(false));
         assert_eq!(marks("What is done in todo.md?"), None, "no marking");
-        let q = quoted("Mark \"Write tests\" as done in todo.md.");
+        let q = quoted("Mark \"Write tests\" as finished in tasks.md.");
         assert_eq!(q, ["Write tests"]);
         assert_eq!(item_line(todo, &q, "Write tests").as_deref(), Some("- [ ] Write tests"));
         assert_eq!(item_line(todo, &[], "- [ ] Update docs").as_deref(), Some("- [ ] Update docs"), "by the edit");
@@ -264,12 +264,12 @@ mod tests {
     #[test]
     fn the_one_line_of_a_switch_the_task_turns_is_set_by_the_engine() {
         let config = "app:\n  name: shop\n  debug: true\n  port: 8080\n";
-        assert_eq!(switches("Turn off debug mode in config.yaml."), Some(false));
+        assert_eq!(switches("Switch debug mode off in settings.yaml."), Some(false));
         assert_eq!(switches("Enable the cache."), Some(true));
         assert_eq!(switches("关闭 debug 模式"), Some(false));
         assert_eq!(switches("Set the port to 9090."), None);
         assert_eq!(
-            setting_line(config, "Turn off debug mode in config.yaml.", false),
+            setting_line(config, "Switch debug mode off in settings.yaml.", false),
             Some(("  debug: true".into(), "  debug: false".into()))
         );
         assert_eq!(setting_line(config, "Turn on debug mode.", true), None, "it already is");

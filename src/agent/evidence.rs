@@ -5,7 +5,7 @@
 //!
 //! A 1.5B model reading its own tool-calling conversation picks the checked item of a to-do
 //! list, or counts the IP addresses in three log lines as "10"; given "Data: ... Task: ..." it
-//! names the first unchecked item and counts 3. Under the routine's whole system prompt it
+//! names the first unticked entry and counts 3. Under the routine's whole system prompt it
 //! still named the checked item; under this short one it named the unchecked one (the answer
 //! requests of one eval pass asked again each way: bench/README.md). The request
 //! replaces one the engine makes anyway, so it costs no model call, and its short prompt costs
@@ -24,7 +24,7 @@ const TOTAL: usize = 16_000;
 /// The messages that ask for the answer to `task` from the results of the turn's successful
 /// calls (repeats and failures aside), or `None` when none returned anything.
 /// `now` is the Environment line of the turn's prompt (`Current time: ...`); `remembered` the
-/// lines of its Memory section, which go first (a task that compares with last time needs
+/// lines of its Memory section, which go first (a task that weighs a count against last time needs
 /// them, and the calls of the turn may have stored over them); `note` what the engine says about
 /// the records it selected (`select.rs`), after the task, and `picked` whether that note names
 /// the record a least or a most asks for.
@@ -91,7 +91,7 @@ pub(super) fn memory_block(lang: Language, remembered: &str) -> String {
 /// The system prompt of the answer: every routine section (SPEC §8), each one line.
 ///
 /// It asks for accuracy, not brevity: told "be accurate and brief", the 1.5B model answered
-/// "which components are not operational, and why if it says" with the names alone, at two
+/// a question for the parts of a service that were down, and why, with the names alone, at two
 /// clock times; told "be accurate", it gave the reason too, and its replies to the 25 recorded
 /// answer requests were no longer (bench/README.md, stop 33). The Chinese line is as it was
 /// (not replayed).
@@ -213,7 +213,7 @@ mod tests {
             call("file_read", r#"{"path":"TODO.md"}"#, ToolStatus::Duplicate, "You already called"),
         ];
         let m = messages(
-            "What is the first unchecked item in TODO.md?",
+            "What's the first unticked box in TODO.md?",
             &calls,
             Language::En,
             "Current time: x",
@@ -231,13 +231,13 @@ mod tests {
         assert_eq!(
             m[1].text(),
             "Data:\n--- file_read {\"path\":\"TODO.md\"} ---\n- [x] one\n- [ ] two\n---\n\n\
-             Task: What is the first unchecked item in TODO.md?\n\nGive your answer after a line that says ANSWER:"
+             Task: What's the first unticked box in TODO.md?\n\nGive your answer after a line that says ANSWER:"
         );
         assert!(
             messages("task", &calls[..1], Language::En, "", "- k: v\n", None, false).is_none(),
             "nothing to answer from"
         );
-        let compare = messages("Is two the first unchecked item?", &calls, Language::En, "", "", None, false).unwrap();
+        let compare = messages("Is two the first unticked box?", &calls, Language::En, "", "", None, false).unwrap();
         assert_eq!(compare.len(), 6, "two worked comparisons come before a comparison task");
         let note = Some("(Of the 2 lines of `TODO.md`, the one with the most ... is: - [ ] two)");
         let picked = messages("Which item is the longest?", &calls, Language::En, "", "", note, true).unwrap();
@@ -245,7 +245,7 @@ mod tests {
         assert_eq!(messages("Which item is the longest?", &calls, Language::En, "", "", note, false).unwrap().len(), 6);
         assert_eq!(
             compare[5].text(),
-            m[1].text().replace("What is the first unchecked item in TODO.md?", "Is two the first unchecked item?")
+            m[1].text().replace("What's the first unticked box in TODO.md?", "Is two the first unticked box?")
         );
         assert_eq!(
             messages("是否 two?", &calls, Language::Zh, "", "", None, false).unwrap().len(),

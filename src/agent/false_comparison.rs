@@ -1,5 +1,5 @@
-//! A comparison of two numbers in an answer that is false. "Check free.txt and warn me if less
-//! than 500 MB of memory is available": the 1.5B model's check compared the wrong row in the
+//! A comparison of two numbers in an answer that is false. Asked to warn when the free memory
+//! fell under a limit in MB, the 1.5B model's check compared the wrong row in the
 //! wrong unit and found something, and the report it wrote from the data said "The available
 //! memory is 4391 MB, which is less than 500 MB" (bench/README.md, stop 43). Whether 4391 is
 //! less than 500 is arithmetic, the engine's job: an answer that states a comparison of two

@@ -1,5 +1,5 @@
-//! The numbers a webhook's data holds under a name the task asks for: "Tell me ... what the new
-//! issue is about, with its number, who opened it and its labels", and the data holds
+//! The numbers a webhook's data holds under a name the task asks for: "Sum up the new ticket
+//! with its number, its author and its tags", and the data holds
 //! `"number": 812`. An answer from the data (`payload.rs`) that leaves such a number out is asked
 //! once more, told which ("the number (812)"), and the answer that holds it replaces it.
 //!
@@ -194,16 +194,17 @@ mod tests {
     use serde_json::json;
 
     fn issue() -> Value {
-        json!({"action": "opened", "issue": {"number": 812, "title": "Export to CSV drops rows", "user": {"login": "kwame-o", "id": 4411},
-               "labels": [{"name": "bug"}, {"name": "export"}]}, "repository": {"full_name": "acme/ledger"}})
+        json!({"action": "opened", "issue": {"number": 812, "title": "Search ignores accents", "user": {"login": "kwame-o", "id": 4411},
+               "labels": [{"name": "bug"}, {"name": "i18n"}]}, "repository": {"full_name": "acme/ledger"}})
     }
 
     #[test]
     fn a_number_the_task_names_and_the_answer_lacks_is_missing() {
-        let own = "GitHub sent this event: Tell me in two lines what the new issue is about, with its number, who opened it and its labels.";
-        let left = missing(own, &[issue()], "CSV export drops rows; opened by kwame-o, labels bug and export.");
+        let own =
+            "The forge sent this event: Sum up the new issue in two lines: its number, its author and its labels.";
+        let left = missing(own, &[issue()], "Search ignores accents; opened by kwame-o, labels bug and i18n.");
         assert_eq!(left, [Missing { name: "number".into(), values: vec!["812".into()] }]);
-        assert!(missing(own, &[issue()], "Issue #812: CSV export drops rows (kwame-o; bug, export).").is_empty());
+        assert!(missing(own, &[issue()], "Issue #812: Search ignores accents (kwame-o; bug, i18n).").is_empty());
         assert_eq!(missing(own, &[issue()], "Issue 8120 ...").len(), 1, "another number");
         assert!(missing("Who opened it?", &[issue()], "kwame-o").is_empty(), "no number named");
         // Plurals both ways, numbers written as strings, one name in several objects.

@@ -1,5 +1,5 @@
 //! The note that names the newest commit of a log, for a task that asks about the last
-//! one: asked "who made the last change to billing.py?" over a log of two commits, the 1.5B
+//! one: asked who made the latest edit to one file, over a log of two commits, the 1.5B
 //! model named the author of the older one, listed last (bench/README.md, stop 41).
 
 use super::events::{CallRecord, ToolStatus};
@@ -56,8 +56,8 @@ pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
     let call = match ok[..] {
         [call] => call,
         // Of several calls, the one `git log` of a file the task names: the 1.5B model ran
-        // `git log -1 --oneline` (the repository's last commit) before `git log -- billing.py`,
-        // and named the older of billing.py's two commits (bench/README.md, stop 47).
+        // `git log -1 --oneline` (the repository's last commit) before `git log -- export.py`,
+        // and named the older of export.py's two commits (bench/README.md, stop 47).
         _ => {
             let own = super::named::own_paths(task);
             let names_one = |log: &GitLog| log.argv[log.log + 1..].iter().any(|a| own.iter().any(|p| p == a));
@@ -82,7 +82,7 @@ pub(super) fn newest(task: &str, calls: &[CallRecord]) -> Option<Newest> {
 }
 
 /// What names the call that shows a file's history, for a turn that ran `git log` without the
-/// file the task names: the 1.5B model, asked who last changed `billing.py`, ran `git log -1
+/// file the task names: the 1.5B model, asked who last changed `export.py`, ran `git log -1
 /// --oneline --author` twice and, told to use the file, ran it a third time (bench/README.md,
 /// stop 41). The default format shows each commit's author and date.
 pub(super) fn history_call(lang: Language, file: &str) -> String {
@@ -101,45 +101,45 @@ mod tests {
         CallRecord::shell(command, result)
     }
 
-    const TWO: &str = "commit 9189f45aae1a2cb1\nAuthor: Lukas Weber <lukas@example.com>\nDate:   Fri Nov 27 09:51:32 2026 +0000\n\n    Fix tax rounding\n\n billing.py | 2 +-\n\ncommit f33c71b7f82d0aba\nAuthor: Priya Shah <priya@example.com>\nDate:   Tue Nov 24 09:51:32 2026 +0000\n\n    Add billing module\n";
+    const TWO: &str = "commit 9189f45aae1a2cb1\nAuthor: Mina Okafor <mina@example.org>\nDate:   Fri Nov 27 09:51:32 2026 +0000\n\n    Handle empty rows\n\n export.py | 2 +-\n\ncommit f33c71b7f82d0aba\nAuthor: Jonas Berg <jonas@example.org>\nDate:   Tue Nov 24 09:51:32 2026 +0000\n\n    Add export module\n";
 
     #[test]
     fn of_several_calls_the_log_of_the_file_the_task_names_gives_the_newest() {
-        let task = "Who made the last change to billing.py?";
+        let task = "Who did the latest edit to export.py?";
         let repo = shell("git log -1 --oneline", "f4433c0 Typo in docs\n");
-        let file = shell("git log -- billing.py", TWO);
+        let file = shell("git log -- export.py", TWO);
         let newest = newest(task, &[repo.clone(), file.clone()]).unwrap();
         assert!(
             newest
                 .note(Language::En)
-                .starts_with("(`git log -- billing.py` lists the newest commit first: 9189f45 by Lukas Weber")
+                .starts_with("(`git log -- export.py` lists the newest commit first: 9189f45 by Mina Okafor")
         );
         // Two logs of the file, or none: no pick.
-        assert_eq!(super::newest(task, &[file.clone(), shell("git log --stat billing.py", TWO)]), None);
+        assert_eq!(super::newest(task, &[file.clone(), shell("git log --stat export.py", TWO)]), None);
         assert_eq!(super::newest(task, &[repo, shell("git log -3", TWO)]), None);
     }
 
     #[test]
     fn the_newest_commit_of_a_log_is_named_for_a_task_about_the_last_change() {
-        let calls = [shell("git log -3 --stat billing.py", TWO)];
+        let calls = [shell("git log -3 --stat export.py", TWO)];
         assert_eq!(
-            newest("Who made the last change to billing.py?", &calls).unwrap().note(Language::En),
-            "(`git log -3 --stat billing.py` lists the newest commit first: 9189f45 by Lukas Weber, Fri Nov 27 09:51:32 2026 +0000: Fix tax rounding.)"
+            newest("Who did the latest edit to export.py?", &calls).unwrap().note(Language::En),
+            "(`git log -3 --stat export.py` lists the newest commit first: 9189f45 by Mina Okafor, Fri Nov 27 09:51:32 2026 +0000: Handle empty rows.)"
         );
-        assert!(newest("What was the most recent commit about?", &calls).is_some());
-        let zh = newest("billing.py 最近一次是谁修改的？", &calls).unwrap();
-        assert!(zh.note(Language::Zh).contains("作者 Lukas Weber"));
-        assert!(zh.named_in("Lukas Weber 修改的") && !zh.named_in("Priya Shah"));
+        assert!(newest("What was the newest commit about?", &calls).is_some());
+        let zh = newest("export.py 最近一次是谁修改的？", &calls).unwrap();
+        assert!(zh.note(Language::Zh).contains("作者 Mina Okafor"));
+        assert!(zh.named_in("Mina Okafor 修改的") && !zh.named_in("Jonas Berg"));
     }
 
     #[test]
     fn a_window_a_count_another_question_or_one_commit_gets_no_note() {
         let calls = [shell("git log", TWO)];
-        assert_eq!(newest("List the commits of the last 24 hours.", &calls), None);
-        assert_eq!(newest("How many commits were made last week?", &calls), None);
-        assert_eq!(newest("Who changed billing.py?", &calls), None);
+        assert_eq!(newest("List every commit from the past 24 hours.", &calls), None);
+        assert_eq!(newest("How many commits landed last week?", &calls), None);
+        assert_eq!(newest("Who changed export.py?", &calls), None);
         assert_eq!(newest("What is the lastname field?", &calls), None, "a word of its own");
         let one = [shell("git log -1", "commit 9189f45aae1a2cb1\nAuthor: L <l@x>\nDate: d\n\n    Fix\n")];
-        assert_eq!(newest("Who made the last commit?", &one), None, "one commit needs no note");
+        assert_eq!(newest("Who authored the last commit?", &one), None, "one commit needs no note");
     }
 }

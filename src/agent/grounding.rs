@@ -240,7 +240,7 @@ impl SentBack {
 ///
 /// Also whenever no call of the turn succeeded: such an answer rests on nothing the tools
 /// returned. The 1.5B model, its `git log -1 --pretty=format:%an %s` failed, answered with how
-/// the command should be written and the engine delivered that as who made the last commit
+/// the command should be written and the engine delivered that as the author of the last commit
 /// (bench/README.md, stop 38). It goes back once per turn ([`SentBack`]); an answer after the
 /// second failure stands, as the decision principles ask ("report exactly what failed").
 ///
@@ -480,7 +480,7 @@ fn fix(call: &CallRecord) -> Option<String> {
         return Some(super::events::shell_call(&joined));
     }
     // An option left without its value at the end of the command (`git log -1 --author`, which
-    // the 1.5B model wrote twice for "who made the last change", bench/README.md, stop 41): the
+    // the 1.5B model wrote twice for a question on who last edited a file, bench/README.md, stop 41): the
     // command without it, from the call's own words, when the command said it needs a value.
     if call.tool == "shell"
         && call.status == ToolStatus::Failed

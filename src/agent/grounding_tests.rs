@@ -276,12 +276,12 @@ fn a_file_read_in_part_is_named_until_a_call_reads_it_whole() {
     assert_eq!(part_read(&[first.clone(), rest]), None, "read whole later");
     let plain = read(r#"{"path":"logs/disk.log"}"#, "07:00 71%\n08:00 78%\n09:00 93%\n");
     assert_eq!(part_read(&[first.clone(), plain]), None);
-    assert!(!part.asked_for("Which port does the app listen on, according to logs/disk.log?"));
+    assert!(!part.asked_for("What port is the app bound to, according to logs/disk.log?"));
     assert!(!part.asked_for("Look at the last line of logs/disk.log."), "the first line is not the last");
-    assert!(!part.asked_for("查看 logs/disk.log 的最后一行。如果磁盘使用率超过 90%，告诉我当前的使用率"), "当前");
+    assert!(!part.asked_for("看看 logs/disk.log 里最后一行。磁盘占用一旦超过 90%，就告诉我当前的占用"), "当前");
     assert!(part.asked_for("And its first line?"));
     let tail = read(r#"{"path":"logs/disk.log","offset":3}"#, "09:00 93%\n(lines 3-3 of 3)");
-    assert!(part_read(std::slice::from_ref(&tail)).unwrap().asked_for("查看 logs/disk.log 的最后一行。"));
+    assert!(part_read(std::slice::from_ref(&tail)).unwrap().asked_for("看看 logs/disk.log 里最后一行。"));
     let all_of_it = read(r#"{"path":"a.txt","limit":5}"#, "one\ntwo\n(lines 1-2 of 2)");
     assert_eq!(part_read(&[all_of_it]), None, "a limit past the end showed it all");
     let mut failed = first;

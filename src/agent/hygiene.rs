@@ -117,8 +117,8 @@ pub(super) fn settle(reply: &str, known: &dyn Fn(&str) -> bool) -> Verdict {
 /// Whether an answer describes how the agent would use its own tools rather than giving what
 /// they returned: it names one of them (`known`; a name with `_` as a word, any name in
 /// backticks) and says what it would do or what one could do ("I would", "let me", "you can",
-/// "these steps", "我将"). A 1.5B model that had read a CSV file answered "To find the region
-/// with the highest revenue, I would follow these steps: 1. Read the file using the
+/// "these steps", "我将"). A 1.5B model that had read a CSV file answered with a plan for finding
+/// the top region: "I would follow these steps: 1. Read the file using the
 /// `file_read` function. 2. Parse the CSV ...". A report of what a tool did ("file_read
 /// failed: `a.md` does not exist") names a tool without such words.
 pub(super) fn describes_tool_use(text: &str, known: &dyn Fn(&str) -> bool) -> bool {
@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn an_echoed_tool_result_is_asked_again_with_the_tools() {
-        let reply = "<tool_response>\n# Weekly sync\n- Ben will send the invoice.\n</tool_response>";
+        let reply = "<tool_response>\n# Weekly sync\n- Dana will renew the domain.\n</tool_response>";
         assert_eq!(settle(reply, &known), Verdict::Bad(BadReply::Echo));
         assert!(!BadReply::Echo.withholds_tools());
         assert!(BadReply::Echo.request(Language::En).contains("call that tool now"));
@@ -309,7 +309,7 @@ mod tests {
     fn a_plan_that_names_its_tools_is_not_an_answer() {
         let known = |name: &str| ["file_read", "shell", "memory_store"].contains(&name);
         for plan in [
-            "To find the region with the highest revenue, I would follow these steps:\n\n1. Read the file using the `file_read` function.\n2. Parse the CSV.",
+            "To find the store with the most sales, I would follow these steps:\n\n1. Read the file using the `file_read` function.\n2. Parse the CSV.",
             "I would use the file_read function to read the file and then use Python to find the maximum.",
             "Let me run `shell` with `wc -l data.csv` to count them.",
             "You can call memory_store to remember it.",
@@ -320,9 +320,9 @@ mod tests {
             assert!(describes_tool_use(plan, &known), "{plan}");
         }
         for answer in [
-            "North had the highest revenue: 182,000.",
+            "Store 7 had the most sales: 182,000.",
             "file_read failed: `a.md` does not exist, so the report could not be made.",
-            "I will send the invoice by Friday (Ben); Chloe will order a bigger instance.",
+            "I will renew the domain by Friday (Dana); Omar will resize the database.",
             "You can find the settings in config/app.toml: the port is 8420.",
             "Let me know if the `web_server` needs a restart: it answered 502.",
             "The shell of the building is done; I would say the work is on time.",

@@ -7,7 +7,7 @@
 //! the part about the items left out; when it names none of them (a bare count), for the answer
 //! again, naming each. What that request gives is added after the first answer, which stays.
 //!
-//! Why: asked to pick from a list, the 1.5B model names one of two pods in a crash loop, keeps
+//! Why: asked to pick from a list, the 1.5B model names one of two pods that keep restarting, keeps
 //! the resolved alert, lists the bolts well above their reorder level; asked for a predicate, it
 //! writes `item["state"] == "down"`, and a list it no longer has to filter it restates. Replayed
 //! on 16 webhook tasks at two clock times (bench/README.md, stop 35): 11 of 32 answers right as
@@ -357,7 +357,7 @@ fn left_out(kept: &[Value], answer: &str) -> Vec<usize> {
 /// code that is a whole value of exactly one of `items` and holds a space (a commit's message, a
 /// person's name; not a state such as `down` or `CrashLoopBackOff`). Such a predicate picks
 /// items by what they are called rather than by a field's value, as the prompt asks: for "how
-/// many commits", the 1.5B model wrote `item.get('message') == "Bump version to 2.4.0" or ...`
+/// many commits", the 1.5B model wrote `item.get('message') == "Raise the version to 3.1.0" or ...`
 /// for two of three, and the answer said 2 (bench/README.md, stop 38). `None` when it names
 /// none.
 pub(super) fn names_an_item(code: &str, items: &[Value]) -> Option<String> {

@@ -143,15 +143,15 @@ fn compact_keeps_the_white_space_inside_strings() {
 #[test]
 fn a_predicate_that_names_an_item_by_its_text_is_told_from_one_that_tests_a_field() {
     let items: Vec<Value> = [
-        r#"{"id":"a1","message":"Bump version to 2.4.0","state":"down"}"#,
+        r#"{"id":"a1","message":"Raise the version to 3.1.0","state":"down"}"#,
         r#"{"id":"d4","message":"Fix checkout totals","state":"up"}"#,
         r#"{"id":"0a","message":"Update changelog","state":"up"}"#,
     ]
     .iter()
     .map(|i| serde_json::from_str(i).unwrap())
     .collect();
-    let listing = "def keep(item):\n    return item.get('message') == \"Bump version to 2.4.0\" or item['message'] == 'Fix checkout totals'";
-    assert_eq!(names_an_item(listing, &items).as_deref(), Some("Bump version to 2.4.0"));
+    let listing = "def keep(item):\n    return item.get('message') == \"Raise the version to 3.1.0\" or item['message'] == 'Fix checkout totals'";
+    assert_eq!(names_an_item(listing, &items).as_deref(), Some("Raise the version to 3.1.0"));
     // A state, even one only one item has, is a field's value; so is a word inside a message.
     assert_eq!(names_an_item("def keep(item):\n    return item['state'] == 'down'", &items), None);
     assert_eq!(names_an_item("def keep(item):\n    return 'Fix' in item['message']", &items), None);

@@ -19,7 +19,7 @@ impl Agent {
     /// cut,
     /// and the calls of the turn have used every file, folder and web address the task names
     /// ([`named::all_used`]). A routine with `shell` is left its next step: "does
-    /// package.json match the latest git tag" names one file and one command.
+    /// package.json agree with the newest git tag" names one file and one command.
     pub(super) fn looked_at_all(
         &self,
         task: &str,

@@ -1,6 +1,6 @@
 //! Files a routine's task names that no tool call has used (routine turns).
 //!
-//! "Compare prices/october.csv with prices/november.csv": a 1.5B model lists `prices/`, sees two
+//! "Compare rates/q1.csv with rates/q2.csv": a 1.5B model lists `rates/`, sees two
 //! files of 77 bytes, and answers that the price went from "77 B" to "77 B". The answer rests on
 //! a look, just not on the look the task asked for. Before such an answer is taken, the engine
 //! says once which named files no call has used, and asks for a tool call. Only files that exist
@@ -8,7 +8,7 @@
 //! it will create, or a path outside the workspace, asks nothing.
 //!
 //! A file the task names that does not exist yet, in a folder that does, counts too when the
-//! agent can write files: "write the action items to actions.md", and the model echoed the
+//! agent can write files: "put the to-dos of the meeting into todo.md", and the model echoed the
 //! notes instead. The request then says it does not exist yet and asks for the write if the
 //! task asks for one. Only the routine's own words can name such a file: a name inside
 //! untrusted data (`<untrusted_data>`: a webhook body, a file's text) is never proposed for a
@@ -33,7 +33,7 @@ pub(super) struct Unused {
     /// Files that exist, may be read, and no successful call named.
     pub(super) existing: Vec<String>,
     /// Files that do not exist yet, in a folder that does, that a write could create
-    /// (only when `writes`): "write the action items to actions.md".
+    /// (only when `writes`): "put the to-dos of the meeting into todo.md".
     pub(super) missing: Vec<String>,
 }
 
@@ -148,7 +148,7 @@ fn web_addresses(text: &str) -> Vec<String> {
 /// call, held to a tool, did that, and the next run compared with it).
 pub(super) fn unread_before(task: &str, calls: &[CallRecord], ctx: &ToolContext, arguments: &str) -> Vec<String> {
     // The file a write or an edit names by its `path`, not a content that mentions it ("The
-    // version in the VERSION file is 1.2.3", stored before VERSION was read).
+    // version in VERSION is 1.2.3", stored before VERSION was read).
     let args: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
     let path = args.get("path").and_then(|p| p.as_str()).unwrap_or_default();
     let target = path.trim_start_matches("./");
@@ -212,7 +212,7 @@ fn makes_folder(path: &Path) -> bool {
 }
 
 /// Whether `text` names `word` as where something is written: right after "to", "into" or "as"
-/// (写入, 写到, 保存到) in a sentence with a verb of writing. "Write just the number to
+/// (写入, 写到, 保存到) in a sentence with a verb of writing. "Save only the count to
 /// out/errors.txt" with no `out/` yet was answered "3" and nothing was written (bench/README.md,
 /// stop 42); "skip drafts/old.md" names no target.
 fn write_target(text: &str, word: &str) -> bool {
@@ -337,10 +337,10 @@ mod tests {
 
     #[test]
     fn a_write_target_is_a_path_after_to_in_a_sentence_that_writes() {
-        let task = "Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.";
-        assert!(write_target(task, "out/errors.txt"));
-        assert!(!write_target(task, "logs/app.log"), "read from, not written to");
-        assert!(!write_target("Write the action items to actions.md; skip drafts/old.md.", "drafts/old.md"));
+        let task = "Count the WARN lines of logs/worker.log and write only the number to out/warns.txt.";
+        assert!(write_target(task, "out/warns.txt"));
+        assert!(!write_target(task, "logs/worker.log"), "read from, not written to");
+        assert!(!write_target("Put the to-dos into todo.md; skip drafts/old.md.", "drafts/old.md"));
         assert!(write_target("Save the summary as reports/2026/summary.md.", "reports/2026/summary.md"));
         assert!(write_target("把结果写入 out/count.txt。", "out/count.txt"));
         assert!(!write_target("Compare a/x.csv to b/y.csv.", "b/y.csv"), "no verb of writing");
@@ -349,10 +349,10 @@ mod tests {
     #[test]
     fn path_words_are_found_in_prose_and_in_chinese() {
         assert_eq!(
-            path_words("Compare prices/october.csv with prices/november.csv. Which changed?"),
-            ["prices/october.csv", "prices/november.csv"]
+            path_words("Compare rates/q1.csv with rates/q2.csv. Which changed?"),
+            ["rates/q1.csv", "rates/q2.csv"]
         );
-        assert_eq!(path_words("读取notes/weekly.md，告诉我本周完成了哪些工作。"), ["notes/weekly.md"]);
+        assert_eq!(path_words("读取notes/sprint.md，列出这周做完的事情。"), ["notes/sprint.md"]);
         assert_eq!(path_words("See `./TODO.md` and (config/app.toml)."), ["TODO.md", "config/app.toml"]);
         assert_eq!(
             path_words("Fetch http://127.0.0.1:8080/pricing.html and version 2.4.0 e.g. now"),
@@ -361,7 +361,7 @@ mod tests {
         );
         assert_eq!(path_words("a.txt a.txt"), ["a.txt"]);
         assert_eq!(
-            path_words("Check the version in the VERSION file, then file Makefile; see LICENSE. NO_REPLY"),
+            path_words("Open the VERSION file, then file Makefile; see LICENSE. NO_REPLY"),
             ["VERSION", "then", "Makefile", "LICENSE", "NO_REPLY"],
             "bare names beside `file` or in capitals; only those on disk count"
         );
@@ -372,9 +372,9 @@ mod tests {
     fn web_addresses_are_found_without_the_sentence_around_them() {
         assert_eq!(
             web_addresses(
-                "Check http://127.0.0.1:47811/status.json. Then (https://example.org/a?b=1), and \"http://x.test/\"."
+                "Open http://127.0.0.1:58123/health.json. Then (https://example.org/a?b=1), and \"http://x.test/\"."
             ),
-            ["http://127.0.0.1:47811/status.json", "https://example.org/a?b=1", "http://x.test/"]
+            ["http://127.0.0.1:58123/health.json", "https://example.org/a?b=1", "http://x.test/"]
         );
         assert_eq!(web_addresses("价格在http://127.0.0.1:8080/p.html上"), ["http://127.0.0.1:8080/p.html"]);
         assert!(web_addresses("no address, just http:// alone").is_empty());

@@ -143,7 +143,7 @@ mod tests {
         assert!(may_be_silent("Tell me if any job failed.", "NO_REPLY"));
         assert!(may_be_silent("Summarize the push. Reply NO_REPLY for pushes to other branches.", "NO_REPLY"));
         assert!(may_be_silent("如果部署失败，告诉我原因。", "NO_REPLY"));
-        assert!(!may_be_silent("GitHub 发来了这个 push 事件：{}\n是谁推送的？推送了几个提交？", "NO_REPLY"));
+        assert!(!may_be_silent("代码平台发来了这个 push 事件：{}\n是谁推送的？推送了几个提交？", "NO_REPLY"));
         assert!(!may_be_silent("Our CI sent this. Which jobs ran, and how long did each take?", "NO_REPLY"));
         assert!(!may_be_silent("Gifted notes: summarize them.", "NO_REPLY"), "a word inside another is not the word");
     }

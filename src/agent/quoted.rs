@@ -88,7 +88,7 @@ mod tests {
         }
     }
 
-    const TASK: &str = "Look through var/backup.log and tell me if any backup had failed files.";
+    const TASK: &str = "Go over the file var/backup.log; did any backup have files that failed?";
     const LINE: &str = "2026-10-04 03:16:09 backup done: 64 files, 2 failed";
     const LOG: &str =
         "2026-10-03 03:15:22 backup done: 66 files, 0 failed\n2026-10-04 03:16:09 backup done: 64 files, 2 failed\n";
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn an_answer_that_leaves_out_the_name_of_a_line_gets_them_under_it() {
-        let task = "Look at queues.txt. If any queue has more than 1000 messages, tell me which one and how many.";
+        let task = "Read queues.txt and name any queue that holds over 1000 messages, with its count.";
         let whole = "queue        messages\nemails       120\ninvoices     4310\nwebhooks     870\n";
         let line = "invoices     4310";
         let answer = "queues.txt has 4310 messages, which is more than 1000.";
@@ -125,12 +125,12 @@ mod tests {
         );
         let named = "The invoices queue has 4310 messages.";
         assert_eq!(with_lines(named, task, &[read(line)], &[whole], Language::En), named);
-        let df = "Filesystem Size Use% Mounted on\n/dev/sda1 50G 44% /\n/dev/sdb1 200G 94% /var/lib/postgresql\n";
-        let line = "/dev/sdb1 200G 94% /var/lib/postgresql";
-        let task = "Read df.txt. Tell me about any filesystem that is more than 90% full.";
+        let df = "Filesystem Size Use% Mounted on\n/dev/vda1 50G 44% /\n/dev/vdc1 200G 94% /srv/mysql\n";
+        let line = "/dev/vdc1 200G 94% /srv/mysql";
+        let task = "Open disks.txt. Report every volume that is above 90% full.";
         assert_eq!(
-            with_lines("/dev/sdb1", task, &[read(line)], &[df], Language::En),
-            "/dev/sdb1",
+            with_lines("/dev/vdc1", task, &[read(line)], &[df], Language::En),
+            "/dev/vdc1",
             "a name of the line is one of its names"
         );
     }

@@ -1,13 +1,13 @@
-//! An answer whose number for what the task asks about is not the one this run read. "Read
-//! stock.txt and tell me how many widgets we have and how that compares with the last time":
-//! on its second run the 1.5B model read `widgets: 35`, recalled its earlier answer, and
-//! answered "We have 40 widgets. We have 5 widgets more than the last time we checked."
+//! An answer whose number for what the task asks about is not the one this run read. Asked for
+//! the count of one item in a stock file and for the change from the previous check:
+//! on its second run the 1.5B model read `bolts: 35`, recalled its earlier answer, and
+//! answered "We have 40 bolts. We have 5 bolts more than the last time we checked."
 //! (bench/README.md, stop 47). When a word of the task is given one number by this run's reads
-//! (`widgets: 35`, `widgets=35`; a file, a command or a page, not the memory), and the turn's
-//! answer gives that word numbers (`40 widgets`, `widgets: 40`) none of which is it, the answer
+//! (`bolts: 35`, `bolts=35`; a file, a command or a page, not the memory), and the turn's
+//! answer gives that word numbers (`40 bolts`, `bolts: 40`) none of which is it, the answer
 //! is asked from the evidence instead, where the reads and what was remembered stand apart. A
 //! `memory_store` of such a content is not run (`holds.rs`): the model had stored "We have 40
-//! widgets." over its store of `widgets: 35`, and the next run would have compared with 40.
+//! bolts." over its store of `bolts: 35`, and the next run would have compared with 40.
 
 use super::events::{CallRecord, ToolStatus};
 
@@ -73,8 +73,8 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
-/// The numbers `text` labels with `word` at the start of a line: `widgets: 35`, `widgets = 35`,
-/// `widgets 35`.
+/// The numbers `text` labels with `word` at the start of a line: `bolts: 35`, `bolts = 35`,
+/// `bolts 35`.
 fn labelled(text: &str, word: &str) -> Vec<String> {
     text.lines()
         .filter_map(|line| {
@@ -88,8 +88,8 @@ fn labelled(text: &str, word: &str) -> Vec<String> {
         .collect()
 }
 
-/// The numbers `answer` gives `word`: a number right before it (`40 widgets`) or right after it
-/// and a colon or an equals sign (`widgets: 40`).
+/// The numbers `answer` gives `word`: a number right before it (`40 bolts`) or right after it
+/// and a colon or an equals sign (`bolts: 40`).
 fn stated(answer: &str, word: &str) -> Vec<String> {
     let lower = answer.to_lowercase().replace(',', "");
     let tokens: Vec<&str> = lower.split_whitespace().collect();
@@ -132,35 +132,29 @@ mod tests {
     }
 
     const TASK: &str =
-        "Read stock.txt and tell me how many widgets we have and how that compares with the last time you checked.";
+        "Open inventory.txt: how many bolts are there, and did that go up or down since the previous check?";
 
     #[test]
     fn an_answer_that_gives_the_subject_another_number_than_the_read_is_contradicted() {
-        let calls = [
-            read("file_read", "widgets: 35\ngadgets: 12\n"),
-            read("memory_recall", "- stock [core]: widgets: 40 gadgets: 12"),
-        ];
-        assert!(contradicted(
-            TASK,
-            &calls,
-            "We have 40 widgets.\nWe have 5 widgets more than the last time we checked."
-        ));
-        assert!(contradicted(TASK, &calls, "widgets: 40"));
-        assert!(!contradicted(TASK, &calls, "We have 35 widgets, 5 fewer than the 40 last time."));
-        assert!(!contradicted(TASK, &calls, "We have 35 widgets."));
+        let calls =
+            [read("file_read", "bolts: 35\nnuts: 12\n"), read("memory_recall", "- stock [core]: bolts: 40 nuts: 12")];
+        assert!(contradicted(TASK, &calls, "We have 40 bolts.\nWe have 5 bolts more than the last time we checked."));
+        assert!(contradicted(TASK, &calls, "bolts: 40"));
+        assert!(!contradicted(TASK, &calls, "We have 35 bolts, 5 fewer than the 40 last time."));
+        assert!(!contradicted(TASK, &calls, "We have 35 bolts."));
         assert!(!contradicted(TASK, &calls, "The stock went down since the last check."), "no number for it");
         // Only this run's reads count: a number the memory holds is no read.
-        let remembered = [read("memory_recall", "widgets: 40")];
-        assert!(!contradicted(TASK, &remembered, "We have 35 widgets."));
+        let remembered = [read("memory_recall", "bolts: 40")];
+        assert!(!contradicted(TASK, &remembered, "We have 35 bolts."));
         // Two numbers read for the word: no one value to hold the answer to.
-        let two = [read("file_read", "widgets: 35\n"), read("shell", "widgets: 30\n")];
-        assert!(!contradicted(TASK, &two, "We have 40 widgets."));
+        let two = [read("file_read", "bolts: 35\n"), read("shell", "bolts: 30\n")];
+        assert!(!contradicted(TASK, &two, "We have 40 bolts."));
     }
 
     #[test]
     fn numbers_are_read_as_labels_and_compared_as_numbers() {
-        assert_eq!(labelled("widgets: 35\nwidgets_total: 9\nwidgetsx 3\n  widgets=007\n", "widgets"), ["35", "7"]);
-        assert_eq!(stated("We have 1,200 widgets; widgets: 35.", "widgets"), ["1200", "35"]);
+        assert_eq!(labelled("bolts: 35\nbolts_total: 9\nboltsx 3\n  bolts=007\n", "bolts"), ["35", "7"]);
+        assert_eq!(stated("We have 1,200 bolts; bolts: 35.", "bolts"), ["1200", "35"]);
         assert_eq!(normal("35.0"), "35");
         assert_eq!(normal("0.5"), "0.5");
     }

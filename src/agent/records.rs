@@ -23,7 +23,7 @@ const MAX_SHOWN: usize = 3_000;
 pub(super) enum Shape {
     /// Objects of a JSON list (the longest in the text).
     Json,
-    /// Rows of a CSV table with a header line.
+    /// Rows of a CSV file whose first line names the columns.
     Csv,
     /// Non-empty lines of any other text.
     Lines,

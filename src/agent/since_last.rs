@@ -1,8 +1,8 @@
-//! A count compared with the last check. "Count the ERROR lines in app.log and tell me whether
-//! there are more or fewer than at your last check": on its second run the 1.5B model counted 5
+//! A count compared with the last check. A task that counts the log lines of one level and asks
+//! whether the number went up or down since the last check: on its second run the 1.5B model counted 5
 //! (the engine's count), had "ERROR count: 2" in its memory, and answered "There are 5 ERROR
 //! lines" with no word of the comparison (bench/README.md, stop 43). When the task asks how a
-//! count compares with the last time, the memory from before this run holds one number about
+//! count differs from the last time, the memory from before this run holds one number about
 //! the task's subject, and the answer says the engine's count but not which way it went, the
 //! answer is asked once more with both numbers and the direction named; the second answer is
 //! taken only when it says the count and that direction. When it does not (the model answered
@@ -56,7 +56,7 @@ impl Direction {
     }
 }
 
-/// Whether `task` asks how a count compares with the last check (last time, the previous run,
+/// Whether `task` asks how a count differs from the last check (last time, the previous run,
 /// 上次).
 pub(super) fn asks_since_last(task: &str) -> bool {
     let lower = task.to_lowercase();
@@ -105,11 +105,11 @@ pub(super) fn memory_before_stores(remembered: &str, calls: &[CallRecord]) -> St
     text
 }
 
-/// The note of an answer request to a task that compares with the last check, when nothing was
+/// The note of an answer request to a task that weighs a count against the last check, when nothing was
 /// remembered before this run (`remembered` and the recalls before the turn's first store hold
 /// nothing, and `last_answered` is false: the routine never answered the task): this is the
 /// first check. Without it the 1.5B model answered "No, the version did not change since the
-/// last check" on a first run, without the version, and "It changed since the last time I
+/// last check" on a first run, without the version, and that it had "changed since I last
 /// checked" on another (bench/README.md, stop 47): the store this run made looked like the
 /// last check. With this note it gave the version in both. It holds for any value, not only a
 /// count the engine made (`first_check`).
@@ -415,7 +415,7 @@ impl Agent {
 
     /// `answer` to a task that compares the count `n` with the last check when nothing of a
     /// last check is remembered: when it says a direction anyway (run 1 of a probe task said
-    /// "3 orders are still pending, which is less than last time (5 orders)", and the made-up 5
+    /// "3 orders are still pending" and "fewer than the 5 of last time", and the made-up 5
     /// went into the memory the second run compared with), it is asked once more to say the
     /// count alone; the second answer is taken when it says `n` and no direction; noted.
     async fn first_check(
@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn a_comparison_with_the_last_check_with_nothing_remembered_is_noted_as_the_first_check() {
-        let task = "Read VERSION and tell me whether the version changed since your last check.";
+        let task = "Open VERSION and say whether it has changed since the previous check.";
         let read = call("file_read", "2.4.1\n");
         let stored = call("memory_store", "Stored `version` (core).");
         let nothing = call("memory_recall", "No memory matches `version`.");
@@ -492,69 +492,66 @@ mod tests {
         // A recall after this run's own store finds that store: still the first check.
         let after = call("memory_recall", "- version [core]: 2.4.1");
         assert!(first_check_note(Language::En, task, "", &[read.clone(), stored, after], false).is_some());
-        // A task that compares with nothing earlier.
-        assert_eq!(first_check_note(Language::En, "Read VERSION and tell me the version.", "", &[read], false), None);
+        // A task with nothing earlier to compare with.
+        assert_eq!(first_check_note(Language::En, "Open VERSION and say the version.", "", &[read], false), None);
     }
 
     #[test]
     fn a_task_that_compares_with_the_last_check_is_told_from_one_that_does_not() {
-        assert!(asks_since_last(
-            "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check."
-        ));
+        assert!(asks_since_last("Count the FATAL lines in server.log: more or fewer since the last check?"));
         assert!(asks_since_last("How many orders came in? Did that increase since the last run?"));
-        assert!(asks_since_last("数一下 app.log 里的 ERROR 行，和上次相比是多了还是少了？"));
-        assert!(!asks_since_last("Count the ERROR lines in app.log."));
+        assert!(asks_since_last("数一下 server.log 里的 FATAL 行，和上次相比是多了还是少了？"));
+        assert!(!asks_since_last("Count the FATAL lines in server.log."));
         assert!(!asks_since_last("Remember the count for next time."));
     }
 
     #[test]
     fn the_remembered_number_is_the_one_about_the_tasks_subject() {
-        let task =
-            "Count the ERROR lines in app.log and tell me whether there are more or fewer than at your last check.";
-        assert_eq!(remembered_count("- error_count: ERROR lines: 2\n", None, task), Remembered::One(2));
+        let task = "Count the FATAL lines in server.log: more or fewer since the last check?";
+        assert_eq!(remembered_count("- error_count: FATAL lines: 2\n", None, task), Remembered::One(2));
         assert_eq!(
-            remembered_count("- last: There are 2 ERROR lines at 10:00 on 2026-11-28.\n", None, task),
+            remembered_count("- last: There are 2 FATAL lines at 10:00 on 2026-11-28.\n", None, task),
             Remembered::One(2)
         );
         assert_eq!(
-            remembered_count("- disk: 81% used\n- errors: 2 ERROR lines\n", None, task),
+            remembered_count("- disk: 81% used\n- errors: 2 FATAL lines\n", None, task),
             Remembered::One(2),
             "the line about errors"
         );
         assert_eq!(
-            remembered_count("- a: 2 ERROR lines\n- b: 4 ERROR lines\n", None, task),
+            remembered_count("- a: 2 FATAL lines\n- b: 4 FATAL lines\n", None, task),
             Remembered::Several,
             "two values: unsure"
         );
-        assert_eq!(remembered_count("- note: checked app.log v2\n", None, task), Remembered::Nothing);
+        assert_eq!(remembered_count("- note: checked server.log v2\n", None, task), Remembered::Nothing);
         assert_eq!(remembered_count("", None, task), Remembered::Nothing);
         // What the local model had in memory on its second run (stop 44): its own key without
         // the number, the engine's record of the last turn and of its calls.
-        let memory = "- app_log_errors [core]: ERROR lines in app.log\n\
-            - turn:routine:errors:20261128T215220.722Z:f356 [conversation]: Asked: Count the ERROR lines.\n\
-            Answered: There are 2 ERROR lines in app.log.\n\
+        let memory = "- server_log_errors [core]: FATAL lines in server.log\n\
+            - turn:routine:errors:20261128T215220.722Z:f356 [conversation]: Asked: Count the FATAL lines.\n\
+            Answered: There are 2 FATAL lines in server.log.\n\
             - routine:errors:approach [core]: Tool calls of the last successful run:\n\
-            - file_read {\"limit\":0,\"path\":\"app.log\"}\n";
+            - file_read {\"limit\":0,\"path\":\"server.log\"}\n";
         assert_eq!(remembered_count(memory, None, task), Remembered::One(2));
-        assert_eq!(remembered_count("- errors=3\n", None, task), Remembered::One(3));
+        assert_eq!(remembered_count("- fatal=3\n", None, task), Remembered::One(3));
         // A number of the memory about something else is no count of this task's, but not
         // nothing either.
         assert_eq!(remembered_count("- disk: 81% used\n", None, task), Remembered::Several);
         // The record of the last run's calls holds numbers of arguments, no count.
         let calls = "- routine:errors:approach [core]: Tool calls of the last successful run:\n\
-                     - memory_recall {\"limit\":10,\"query\":\"ERROR\"}\n- file_read {\"path\":\"app.log\"}\n";
+                     - memory_recall {\"limit\":10,\"query\":\"FATAL\"}\n- file_read {\"path\":\"server.log\"}\n";
         assert_eq!(remembered_count(calls, None, task), Remembered::Nothing);
         // The routine's last answer to the task comes first: what the user was told.
         assert_eq!(
-            remembered_count("- errors: 4 ERROR lines\n", Some("There are 2 ERROR lines."), task),
+            remembered_count("- errors: 4 FATAL lines\n", Some("There are 2 FATAL lines."), task),
             Remembered::One(2)
         );
         assert_eq!(
-            remembered_count("", Some("3 ERROR lines, 1 more than the 2 before."), task),
+            remembered_count("", Some("3 FATAL lines, 1 more than the 2 before."), task),
             Remembered::Several,
             "three numbers, none alone next to the subject"
         );
-        let zh = "统计 app.log 里 WARN 的行数，并告诉我和上次检查相比是多了还是少了。";
+        let zh = "统计 server.log 里 WARN 的行数，和上次检查相比变多了还是变少了？";
         assert_eq!(remembered_count("", Some("共有2行WARN。"), zh), Remembered::One(2));
         assert_eq!(remembered_count("- warn_count: WARN 行数：2\n", None, zh), Remembered::One(2));
         // The engine's line under the last answer stands over what the model's answer made up
@@ -562,7 +559,7 @@ mod tests {
         let first = "少了1行\n\n首次检查：现在：2；没有记住之前的结果可以比较。";
         assert_eq!(remembered_count("", Some(first), zh), Remembered::One(2));
         let last = "1, 3\n\nLast check: 3; now 1: 2 fewer.";
-        assert_eq!(remembered_count("- errors: 9 ERROR lines\n", Some(last), task), Remembered::One(1));
+        assert_eq!(remembered_count("- errors: 9 FATAL lines\n", Some(last), task), Remembered::One(1));
         let first = "5 more than last time.\n\nFirst check: now 12; nothing earlier is remembered to compare with.";
         assert_eq!(remembered_count("", Some(first), task), Remembered::One(12));
         assert_eq!(engine_count("上次检查：3；现在：10，多了 7。"), Some(10));
@@ -578,19 +575,19 @@ mod tests {
             result: result.into(),
         };
         let calls = [
-            call("memory_recall", "- errors: 2 ERROR lines"),
+            call("memory_recall", "- errors: 2 FATAL lines"),
             call("memory_store", "stored"),
-            call("memory_recall", "- errors: 5 ERROR lines"),
+            call("memory_recall", "- errors: 5 FATAL lines"),
         ];
         let memory = memory_before_stores("", &calls);
-        assert!(memory.contains("2 ERROR") && !memory.contains("5 ERROR"), "{memory}");
+        assert!(memory.contains("2 FATAL") && !memory.contains("5 FATAL"), "{memory}");
     }
 
     #[test]
     fn a_direction_is_said_in_words_of_either_language() {
-        assert!(says_direction("There are 5 ERROR lines, 3 more than last time.", Direction::More));
+        assert!(says_direction("There are 5 FATAL lines, 3 more than last time.", Direction::More));
         assert!(says_direction("Errors increased from 2 to 5.", Direction::More));
-        assert!(!says_direction("There are 5 ERROR lines in app.log.", Direction::More));
+        assert!(!says_direction("There are 5 FATAL lines in server.log.", Direction::More));
         assert!(says_direction("Fewer than before: 1 now, 4 then.", Direction::Fewer));
         assert!(says_direction("现在有5条，比上次多了3条。", Direction::More));
         assert!(says_direction("The count is the same: 2.", Direction::Same));

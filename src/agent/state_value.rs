@@ -1,5 +1,5 @@
-//! A state the task asks about, held as a value in what the tools returned: "alert me if any
-//! component is down" over `{"name": "queue", "status": "down"}`, "tell me about failed jobs"
+//! A state the task asks about, held as a value in what the tools returned: "warn me when a part
+//! of the system is down" over `{"name": "cache", "state": "down"}`, "tell me about failed jobs"
 //! over `job=nightly state=failed`. Such a result is a finding whatever the model says.
 //!
 //! Why: for the health endpoint above the 1.5B model answered `NO_REPLY`, then wrote a code
@@ -94,7 +94,7 @@ static EXIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-/// Whether the task asks about a non-zero exit ("any job exited with a non-zero code", "退出码非零").
+/// Whether the task asks about a non-zero exit ("a job that ended with a non-zero status", "退出码非零").
 fn asks_nonzero(task: &str) -> bool {
     let lower = task.to_lowercase();
     ["non-zero", "nonzero", "non zero", "not zero", "other than 0", "not 0"].iter().any(|p| lower.contains(p))
@@ -167,12 +167,12 @@ fn lines(text: &str, families: &[&[&str]], task: &str, out: &mut Vec<String>) {
 mod tests {
     use super::*;
 
-    const HEALTH: &str = r#"{"status": "degraded", "components": [{"name": "api", "status": "up"}, {"name": "queue", "status": "down", "error": "connection refused"}]}"#;
+    const HEALTH: &str = r#"{"overall": "partial", "parts": [{"name": "cdn", "state": "up"}, {"cause": "no route to host", "name": "cache", "state": "down"}]}"#;
 
     #[test]
     fn a_json_value_that_is_the_state_the_task_names_is_found_with_its_object() {
-        let task = "Check http://127.0.0.1/health.json and alert me if any component is down.";
-        assert_eq!(found(task, HEALTH), vec!["connection refused", "queue", "down"], "in the order of the keys");
+        let task = "Fetch http://127.0.0.1/state.json and warn me if a component is down.";
+        assert_eq!(found(task, HEALTH), vec!["no route to host", "cache", "down"], "in the order of the keys");
         let pretty = "{\n  \"jobs\": [\n    {\"id\": \"nightly\", \"state\": \"ok\"},\n    {\"id\": \"export\", \"state\": \"failed\"}\n  ]\n}";
         assert_eq!(found("Tell me about any job failures.", pretty), vec!["export", "failed"]);
     }
@@ -190,18 +190,18 @@ mod tests {
     #[test]
     fn a_task_that_names_no_state_or_negates_it_and_zero_counts_find_nothing() {
         assert!(found("Tell me the status of every component.", HEALTH).is_empty(), "no state named");
-        assert!(found("Alert me if any component is not down.", HEALTH).is_empty(), "negated");
-        assert!(found("Alert me if any component is down.", "{\"status\": \"up\"}").is_empty());
-        let task = "Tell me if any backup failed.";
+        assert!(found("Warn me if a component is not down.", HEALTH).is_empty(), "negated");
+        assert!(found("Warn me if a component is down.", "{\"status\": \"up\"}").is_empty());
+        let task = "Let me know if a backup failed.";
         assert!(found(task, "backup done: 731 files, 0 failed\nfailed: 0\n").is_empty());
         assert!(found(task, "HTTP 200 OK (application/json, 20 B)\n\n{\"failed\": 0}").is_empty(), "a key");
     }
 
     #[test]
     fn an_exit_code_other_than_zero_is_found_where_the_task_asks_about_one() {
-        let task = "Check logs/cron.log. If any job exited with a non-zero code, tell me which job and the code.";
-        let log = "01:00 job=rotate-logs exit=0\n03:00 job=sync-invoices exit=2\n04:00 job=cleanup exit=0\n";
-        assert_eq!(found(task, log), vec!["03:00 job=sync-invoices exit=2"]);
+        let task = "Read logs/jobs.log and report every job whose exit code was not zero, with that code.";
+        let log = "00:30 job=prune-cache exit=0\n02:15 job=export-orders exit=3\n05:00 job=reindex exit=0\n";
+        assert_eq!(found(task, log), vec!["02:15 job=export-orders exit=3"]);
         let text = "backup exited with code 1\nreport: exit code 0\n{\"job\": \"x\", \"exit_code\": 137}\nrc: 3";
         assert_eq!(
             found(task, text),

@@ -1,12 +1,12 @@
 //! A percentage limit the task states, compared by the engine before a silent reply is
-//! believed: "If any filesystem is more than 90% full, name it ... Otherwise reply NO_REPLY",
+//! believed: "if a volume is over 85% used, say which one ... else NO_REPLY",
 //! "如果磁盘使用率超过 90%". When the results of the turn's calls hold a percentage that crosses
 //! the limit, the silence is not believed and the report is asked from the lines that hold it
 //! (`code_check.rs`, [`super::Agent::report_found`]).
 //!
 //! Why: the 1.5B model answers the token next to `95% /backups`, and the check it writes as
-//! code tested only the header line of the `df` table (bench/README.md, stops 36 and 37). A
-//! number compared with a number is the engine's job.
+//! code tested only the header line of the `df` table (bench/README.md, stops 36 and 37).
+//! Comparing two numbers is the engine's job.
 //!
 //! Only in the direction of a report: a percentage that crosses the limit turns a silence into
 //! a question to the model, with the lines; none crossing proves nothing (the quantity may be
@@ -207,10 +207,10 @@ mod tests {
 
     #[test]
     fn the_task_states_a_limit_in_words_or_signs() {
-        let l = limit_of("If any filesystem is more than 90% full, name it and its usage.").unwrap();
+        let l = limit_of("If a volume is more than 90% used, name it with its usage.").unwrap();
         assert_eq!((l.above, l.inclusive, l.percent), (true, false, 90.0));
-        assert_eq!(l.words, "filesystem is more than 90%");
-        let l = limit_of("如果磁盘使用率超过 90%，告诉我当前的使用率").unwrap();
+        assert_eq!(l.words, "volume is more than 90%");
+        let l = limit_of("磁盘占用一旦超过 90%，就告诉我现在的占用").unwrap();
         assert_eq!((l.above, l.inclusive, l.percent), (true, false, 90.0));
         let l = limit_of("Tell me when free memory is below 12.5 %.").unwrap();
         assert_eq!((l.above, l.inclusive, l.percent), (false, false, 12.5));
@@ -233,9 +233,8 @@ mod tests {
 
     #[test]
     fn the_percentages_that_cross_the_limit_are_found_as_written() {
-        let df = "Filesystem Size Used Avail Use% Mounted on\n/dev/sda1 50G 31G 17G 65% /\n\
-                  tmpfs 3.9G 1.2M 3.9G 1% /run\n/dev/sdc1 500G 476G 24G 95% /backups\n";
-        let more = limit_of("If any filesystem is more than 90% full, name it.").unwrap();
+        let df = "Filesystem Use% Mounted on\n/dev/vda1 58% /\nshm 1% /dev/shm\n/dev/vdb1 95% /archive\n";
+        let more = limit_of("If a volume is more than 90% used, name it.").unwrap();
         assert_eq!(crossing(&more, &[df], false), ["95%"]);
         let quiet = df.replace("95%", "85%");
         assert!(crossing(&more, &[&quiet], false).is_empty());
@@ -249,8 +248,8 @@ mod tests {
         let log = "2026-11-26 10:00 disk 93%\n2026-11-26 11:00 disk 95 %\n2026-11-26 12:00 disk 71%\n";
         assert_eq!(crossing(&more, &[log], false), ["93%", "95 %"]);
         assert!(crossing(&more, &[log], true).is_empty(), "the last line only: 71%");
-        assert!(last_only("查看 logs/disk.log 的最后一行。"));
+        assert!(last_only("看看 logs/usage.log 的最后一行。"));
         assert!(last_only("Look at the last line of logs/disk.log."));
-        assert!(!last_only("Look at reports/df.txt."));
+        assert!(!last_only("Read reports/volumes.txt."));
     }
 }

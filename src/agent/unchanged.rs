@@ -1,5 +1,5 @@
-//! An answer that says a change was made when none was. Asked to "Turn off debug mode in
-//! config.yaml", the 1.5B model's edits failed (its `old_string` was not in the file) and it
+//! An answer that says a change was made when none was. Asked to switch a setting off in a
+//! config file, the 1.5B model's edits failed (its `old_string` was not in the file) and it
 //! answered that the file now had `debug: false`; the run succeeded with no change on disk
 //! (bench/README.md, stop 42). Where the task asks to change a file (it begins with a verb of
 //! changing: set, turn off, mark, write, 修改, 把…改为) in a file its words name as the place of
@@ -62,7 +62,7 @@ pub(super) fn asks_change(task: &str) -> bool {
 }
 
 /// Whether the task's own words put a file as the place of a change: a path right after "in",
-/// "to", "into", "inside" ("debug mode in config.yaml", "to down.txt"), or, in Chinese, right
+/// "to", "into", "inside" ("verbose logging in app.toml", "to offline.txt"), or, in Chinese, right
 /// before 里/中 or after 到/入 (config.yaml 里的端口, 写到 count.txt). "A summary of app.log" has none.
 fn names_target(task: &str) -> bool {
     let own = super::named::own_paths(task);
@@ -130,17 +130,17 @@ mod tests {
     #[test]
     fn a_request_to_change_is_a_sentence_that_opens_with_a_verb_of_changing() {
         for task in [
-            "Turn off debug mode in config.yaml.",
-            "Please set the port in server.ini to 9090.",
-            "Read hosts.csv. Write the hosts that are down to down.txt.",
-            "Mark \"Write tests\" as done in todo.md.",
+            "Switch off verbose logging in app.toml.",
+            "Please change the timeout in client.ini to 45.",
+            "Read fleet.csv. Write the machines that are offline to offline.txt.",
+            "Mark \"Update docs\" as finished in plan.md.",
             "把 config.yaml 里的端口改为 9090。",
             "Check off the docs item in todo.md.",
         ] {
             assert!(asks_change(task), "{task}");
         }
         for task in [
-            "Which port is set in server.ini?",
+            "Which timeout is set in client.ini?",
             "Check whether debug mode is on.",
             "How many tasks are marked done?",
             "Tell me if the config changed.",
@@ -151,24 +151,24 @@ mod tests {
 
     #[test]
     fn the_file_to_change_is_named_as_the_place_of_the_change() {
-        assert!(names_target("Turn off debug mode in config.yaml."));
-        assert!(names_target("Write the hosts that are down in hosts.csv to down.txt."));
+        assert!(names_target("Switch off verbose logging in app.toml."));
+        assert!(names_target("Write the machines that are offline in fleet.csv to offline.txt."));
         assert!(names_target("把 config.yaml 里的端口改为 9090。"));
-        assert!(names_target("数一下错误，把数字写到 count.txt 里。"));
+        assert!(names_target("统计一下警告，把数字写到 total.txt 里。"));
         assert!(!names_target("Write a short summary of app.log."));
         assert!(!names_target("Write a short summary of today."));
     }
 
     #[test]
     fn a_turn_that_wrote_or_edited_made_a_change() {
-        let task = "Turn off debug mode in config.yaml.";
-        let read = CallRecord::shell("cat config.yaml", "debug: true");
+        let task = "Switch off verbose logging in app.toml.";
+        let read = CallRecord::shell("cat app.toml", "verbose = true");
         assert!(unchanged(task, std::slice::from_ref(&read)));
         let edit = CallRecord {
             tool: "file_edit".into(),
             arguments: "{}".into(),
             status: ToolStatus::Success,
-            result: "Edited config.yaml".into(),
+            result: "Edited app.toml".into(),
         };
         assert!(!unchanged(task, &[read, edit]));
     }

@@ -1,6 +1,6 @@
 //! A limit with a unit the task states over a quantity it names, compared by the engine before
-//! a silent reply is believed: "alert me if any filesystem has less than 2G available", "if the
-//! p99 latency is above 800 ms". The 1.5B model answered `NO_REPLY` beside `/data ... 1.2G` and
+//! a silent reply is believed: "warn me when a volume has under 5G available", "if p95 latency goes
+//! above 300 ms". The 1.5B model answered `NO_REPLY` beside `/data ... 1.2G` and
 //! `p99=950ms`, and the checks it wrote tested a header (`if 'Size' in line`) or parsed the line
 //! as JSON (bench/README.md, stop 44). When a value the results give the named quantity crosses
 //! the limit, the silence is not believed and the report is asked from the lines that hold it.
@@ -248,17 +248,17 @@ mod tests {
         limit(std::iter::once(task))
     }
 
-    const DF: &str = "Filesystem        Size  Used Avail Use% Mounted on\n/dev/sda1        50G   31G   17G  65% /\n\
-                      /dev/sdb1       200G  198G  1.2G  99% /data\n/dev/sdc1        20G   12G  7.5G  62% /var\n";
+    const DF: &str = "Filesystem      Size  Avail Mounted on\n/dev/nvme0n1p2  100G   36G  /\n\
+                      /dev/nvme1n1p1  500G  1.6G  /srv\n/dev/nvme2n1p1   40G   18G  /home\n";
 
     #[test]
     fn a_limit_with_a_unit_is_read_with_the_words_of_its_sentence() {
-        let l = limit_of("Look at df.txt and alert me if any filesystem has less than 2G available.").unwrap();
-        assert_eq!((l.above, l.inclusive, l.base, l.kind), (false, false, 2.0 * 1024f64.powi(3), Kind::Size));
+        let l = limit_of("Read disks.txt; warn me if a volume has less than 3G available.").unwrap();
+        assert_eq!((l.above, l.inclusive, l.base, l.kind), (false, false, 3.0 * 1024f64.powi(3), Kind::Size));
         assert!(l.subject.contains(&"available".to_string()), "{:?}", l.subject);
-        assert_eq!(l.words, "filesystem has less than 2g");
-        let l = limit_of("If the p99 latency is above 800 ms, tell me the value.").unwrap();
-        assert_eq!((l.above, l.base, l.kind), (true, 800.0, Kind::Time));
+        assert_eq!(l.words, "volume has less than 3g");
+        let l = limit_of("If p99 latency rises above 700 ms, report it.").unwrap();
+        assert_eq!((l.above, l.base, l.kind), (true, 700.0, Kind::Time));
         assert!(l.subject.contains(&"p99".to_string()));
         assert_eq!(limit_of("Say how long the build took (about 5 min)."), None, "no comparison");
         assert_eq!(limit_of("Report disks above 90%."), None, "a percentage is threshold.rs's");
@@ -267,28 +267,27 @@ mod tests {
 
     #[test]
     fn a_named_column_or_key_that_crosses_the_limit_is_found_as_written() {
-        let l = limit_of("Alert me if any filesystem has less than 2G available.").unwrap();
-        assert_eq!(crossing(&l, &[DF]), ["1.2G"]);
-        assert!(crossing(&l, &[&DF.replace("1.2G", "3.4G")]).is_empty());
-        let p99 = limit_of("If the p99 latency is above 800 ms, tell me the value.").unwrap();
-        assert_eq!(crossing(&p99, &["endpoint=/api/orders p50=180ms p95=610ms p99=950ms"]), ["950ms"]);
-        assert!(crossing(&p99, &["endpoint=/api/orders p50=120ms p95=310ms p99=420ms"]).is_empty());
+        let l = limit_of("Warn me if a volume has less than 3G available.").unwrap();
+        assert_eq!(crossing(&l, &[DF]), ["1.6G"]);
+        assert!(crossing(&l, &[&DF.replace("1.6G", "3.4G")]).is_empty());
+        let p99 = limit_of("If p99 latency rises above 700 ms, report it.").unwrap();
+        assert_eq!(crossing(&p99, &["path=/v1/search p50=150ms p95=520ms p99=880ms"]), ["880ms"]);
+        assert!(crossing(&p99, &["path=/v1/search p50=90ms p95=240ms p99=390ms"]).is_empty());
         assert_eq!(crossing(&p99, &["p99: 1.2s\n"]), ["1.2s"], "seconds against milliseconds");
         // A column in bare numbers (`free -m`) has no unit: left to the model's own check.
-        let mem = limit_of("Warn me if less than 500 MB of memory is available.").unwrap();
-        let free = "               total        used        free      shared  buff/cache   available\n\
-                    Mem:            7821        3012         806         120        4002         391\n";
+        let mem = limit_of("Warn me if the available memory is less than 600 MB.").unwrap();
+        let free = "        total   used   available\nMem:    15906   9821   452\n";
         assert!(crossing(&mem, &[free]).is_empty());
         // A number without a unit against a limit without one: a JSON key, a `key=value`.
-        let depth = limit_of("Read queue.json and tell me whether the queue depth is over 1000.").unwrap();
-        assert_eq!((depth.base, depth.kind), (1000.0, Kind::Plain));
+        let depth = limit_of("Look in backlog.json and say if the backlog depth is over 800.").unwrap();
+        assert_eq!((depth.base, depth.kind), (800.0, Kind::Plain));
         assert_eq!(crossing(&depth, &["{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}"]), ["1250"]);
-        let attempts = limit_of("If any job needed more than 3 attempts, name it.").unwrap();
-        assert!(crossing(&attempts, &["job=backup attempt=1 ok\njob=sync attempt=2 ok\n"]).is_empty());
-        assert_eq!(crossing(&attempts, &["job=backup attempt=5 failed\n"]), ["5"]);
+        let attempts = limit_of("Name every task that took more than 4 attempts.").unwrap();
+        assert!(crossing(&attempts, &["task=export attempt=2 ok\ntask=index attempt=1 ok\n"]).is_empty());
+        assert_eq!(crossing(&attempts, &["task=export attempt=6 failed\n"]), ["6"]);
         assert_eq!(limit_of("Tell me about the errors after 14:00."), None, "a clock time");
         // Another quantity of the same kind is not the named one.
-        assert!(crossing(&l, &["Filesystem Size Used\n/dev/sdb1 1.0G 0.9G\n"]).is_empty());
+        assert!(crossing(&l, &["Device Size Used\n/dev/vdb1 1.0G 0.9G\n"]).is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! An answer about a limit that does not say the value. "Read queue.json and tell me whether the
-//! queue depth is over 1000": the 1.5B model answered "Yes, the queue depth is over 1000." beside
+//! An answer about a limit that does not say the value. Asked whether the depth in a JSON file
+//! passed a limit, the 1.5B model answered only that it did ("Yes, ... is over 1000.") beside
 //! `"depth": 1250` (bench/README.md, stop 44). A reader cannot tell from that whether the model
 //! looked, nor by how much. When the task states a limit over a quantity it names and the
 //! results give that quantity one value (`unit_limit.rs`: a key or a column the task names, in
@@ -47,8 +47,8 @@ pub(super) struct Named {
 /// The one value the results give the quantity `task` names against the limit it states: a
 /// limit with a unit over a key or a column the task names (`unit_limit.rs`), or a percentage
 /// limit over the one line of the results that holds a name the task gives (`/var`, `web-1`)
-/// and one percentage ("Is /var more than 80% full": the model read `14G` and answered No beside
-/// `86% /var`). `None` when the task states no such limit or the results give none or several.
+/// and one percentage ("is /srv over 80% used": the model read `14G` and answered No beside
+/// `86% /srv`). `None` when the task states no such limit or the results give none or several.
 pub(super) fn named_value(task: &str, calls: &[CallRecord]) -> Option<Named> {
     let results: Vec<&str> =
         calls.iter().filter(|c| c.status == ToolStatus::Success).map(|c| c.result.as_str()).collect();
@@ -163,7 +163,7 @@ mod tests {
     fn a_value_is_said_as_written_or_as_its_number() {
         assert!(says_value("The queue depth is 1250, over 1000.", "1250"));
         assert!(says_value("Depth: 1,250.", "1250"));
-        assert!(!says_value("Yes, the queue depth is over 1000.", "1250"));
+        assert!(!says_value("Yes, the backlog is over 1000.", "1250"));
         assert!(!says_value("It is 12500.", "1250"), "inside a longer number");
         assert!(says_value("/data has 1.2G left", "1.2G"));
         assert!(says_value("p99 is 950 ms", "950ms"));
@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn the_one_value_of_the_named_quantity_is_found() {
-        let task = "Read queue.json and tell me whether the queue depth is over 1000.";
+        let task = "Look in backlog.json and say if the backlog depth goes over 1000.";
         let calls = [read("{\"queue\": \"emails\", \"depth\": 1250, \"consumers\": 3}")];
         let named = named_value(task, &calls).unwrap();
         assert_eq!(
@@ -180,22 +180,21 @@ mod tests {
         );
         let two = [read("{\"depth\": 1250}\n{\"depth\": 900}")];
         assert!(named_value(task, &two).is_none(), "two values: which one is unsure");
-        assert!(named_value("Read queue.json and summarize it.", &calls).is_none(), "no limit");
+        assert!(named_value("Look in backlog.json and summarize it.", &calls).is_none(), "no limit");
     }
 
     /// A percentage limit over the one line that holds the name the task gives.
     #[test]
     fn the_percentage_of_the_line_the_task_names_is_found() {
-        let task = "Is /var more than 80% full according to df.txt? Answer yes or no with the percentage.";
-        let df = "Filesystem        Size  Used Avail Use% Mounted on\n/dev/sda1        50G   21G   27G  44% /\n\
-                  /dev/sdb1       100G   86G   14G  86% /var\ntmpfs           2.0G     0  2.0G   0% /dev/shm\n";
+        let task = "Is /srv more than 80% used in disks.txt? Say yes or no, and give the percentage.";
+        let df = "Filesystem Used Use% Mounted on\n/dev/vda1 21G 44% /\n/dev/vdb1 86G 86% /srv\nshm 0 0% /dev/shm\n";
         let named = named_value(task, &[read(df)]).unwrap();
         assert_eq!(
             (named.value.as_str(), named.side, named.limit.as_str()),
             ("86%", std::cmp::Ordering::Greater, "80%")
         );
-        assert!(says_value("Yes: /var is 86% full.", &named.value));
-        assert!(!says_value("No: /var is 14G and is not more than 80%.", &named.value));
+        assert!(says_value("Yes: /srv is 86% used.", &named.value));
+        assert!(!says_value("No: /srv is 14G and is not more than 80%.", &named.value));
         // A name on no line, or on lines of two percentages, gives no one value.
         assert!(named_value("Is /opt more than 80% full?", &[read(df)]).is_none());
         let two = "web-1 cpu 91%\nweb-1 cpu 40%\n";

@@ -1,6 +1,6 @@
 //! A time window the task names ("the last 24 hours", "the past week", "today", 最近 7 天)
-//! that the turn's `git log` was not cut to: the 1.5B model ran `git log -3` for "list the
-//! commit messages from the last 24 hours" and listed a commit of three days before
+//! that the turn's `git log` was not cut to: the 1.5B model ran `git log -3` for the
+//! commit log of a recent day and listed a commit of three days before
 //! (bench/README.md, stop 40). The answer goes back once with the same command cut to the
 //! window (`--since`, and `--until` for "yesterday"), its limit left out, as a call to make; the
 //! policy decides it like any other. Once it ran, the uncut log is left out of the evidence.
@@ -171,7 +171,7 @@ mod tests {
     fn shell(command: &str) -> CallRecord {
         CallRecord::shell(
             command,
-            "abc1234 Fix login redirect loop
+            "abc1234 Tidy the settings page
 ",
         )
     }
@@ -179,28 +179,28 @@ mod tests {
     #[test]
     fn the_windows_a_task_names_are_read_as_git_reads_dates() {
         let since = |t: &str| window(t).map(|w| (w.since, w.until));
-        assert_eq!(since("List the commit messages from the last 24 hours."), Some(("24.hours.ago".into(), None)));
-        assert_eq!(since("How many commits were made in the past week?"), Some(("1.week.ago".into(), None)));
+        assert_eq!(since("Give me each commit's message from the past 24 hours."), Some(("24.hours.ago".into(), None)));
+        assert_eq!(since("How many commits landed in the past week?"), Some(("1.week.ago".into(), None)));
         assert_eq!(since("What changed over the last two days?"), Some(("2.days.ago".into(), None)));
-        assert_eq!(since("Commits of the last day"), Some(("1.day.ago".into(), None)));
+        assert_eq!(since("Commits from the last day"), Some(("1.day.ago".into(), None)));
         assert_eq!(since("What was committed today?"), Some(("midnight".into(), None)));
         assert_eq!(since("What was merged since yesterday?"), Some(("yesterday.midnight".into(), None)));
         assert_eq!(since("Who committed yesterday?"), Some(("yesterday.midnight".into(), Some("midnight".into()))));
         assert_eq!(since("列出最近24小时的提交"), Some(("24.hours.ago".into(), None)));
         assert_eq!(since("过去七天有多少个提交？"), Some(("7.days.ago".into(), None)));
         assert_eq!(since("今天有哪些提交？"), Some(("midnight".into(), None)));
-        assert_eq!(since("Who made the last commit?"), None, "the last commit is no window");
-        assert_eq!(since("What changed in the last release?"), None);
+        assert_eq!(since("Who authored the last commit?"), None, "the last commit is no window");
+        assert_eq!(since("What changed with the last release?"), None);
     }
 
     #[test]
     fn an_uncut_log_goes_back_cut_to_the_window_without_its_limit() {
-        let task = "List the commit messages from the last 24 hours.";
+        let task = "Give me each commit's message from the past 24 hours.";
         let u = uncut(task, &[shell("git log -3 --oneline")]).unwrap();
         assert_eq!(u.cut, "git log --since=24.hours.ago --oneline");
         assert_eq!(
             message(Language::En, &u),
-            r#"The task asks about the last 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log --since=24.hours.ago --oneline"}"#
+            r#"The task asks about the past 24 hours, and `git log -3 --oneline` is not cut to that time. Call this instead: shell {"command":"git log --since=24.hours.ago --oneline"}"#
         );
         let y = uncut("Which commits were made yesterday?", &[shell("git --no-pager log --format=%s")]).unwrap();
         assert_eq!(y.cut, "git --no-pager log --since=yesterday.midnight --until=midnight --format=%s");
@@ -215,10 +215,10 @@ mod tests {
 
     #[test]
     fn a_log_cut_by_date_or_a_task_without_a_window_is_left_alone() {
-        let task = "List the commit messages from the last 24 hours.";
+        let task = "Give me each commit's message from the past 24 hours.";
         assert_eq!(uncut(task, &[shell("git log --since='1 day ago' --oneline")]), None);
         assert_eq!(uncut(task, &[shell("git log --after 2026-11-27")]), None);
-        assert_eq!(uncut("Who made the last commit?", &[shell("git log -1")]), None);
+        assert_eq!(uncut("Who authored the last commit?", &[shell("git log -1")]), None);
         assert_eq!(uncut(task, &[shell("git status")]), None, "not a log");
         let mut failed = shell("git log -3");
         failed.status = ToolStatus::Failed;
@@ -227,12 +227,12 @@ mod tests {
 
     #[test]
     fn once_a_cut_log_ran_the_uncut_one_leaves_the_evidence() {
-        let task = "List the commit messages from the last 24 hours.";
+        let task = "Give me each commit's message from the past 24 hours.";
         let calls = [shell("git log -3 --oneline"), shell("git log --since='24 hours ago' --oneline")];
         let seen = without_uncut(task, Cow::Borrowed(&calls[..]));
         assert_eq!(seen.len(), 1);
         assert!(seen[0].arguments.contains("--since"));
         assert_eq!(without_uncut(task, Cow::Borrowed(&calls[..1])).len(), 1, "nothing cut: left as it came");
-        assert_eq!(without_uncut("Who made the last commit?", Cow::Borrowed(&calls[..])).len(), 2);
+        assert_eq!(without_uncut("Who authored the last commit?", Cow::Borrowed(&calls[..])).len(), 2);
     }
 }

@@ -1,10 +1,10 @@
 //! Two writes a routine turn does not run: a `file_write` whose content is a file the turn read,
 //! copied whole, where the task does not ask for a copy; and one whose content is what an
-//! earlier write of the turn returned (`Wrote 115 bytes to out/failing.txt.`).
+//! earlier write of the turn returned (`Wrote 115 bytes to out/red.txt.`).
 //!
-//! Why: asked to "write the checks that are failing to out/failing.txt", "every blocker" or
+//! Why: asked to write which checks fail into another file, "every blocker" or
 //! "its action items", the 1.5B model wrote the file it had read, line for line, and then wrote
-//! the receipt of that write over it (the file ended as `Wrote 35 bytes to out/failing.txt.`;
+//! the receipt of that write over it (the file ended as `Wrote 35 bytes to out/red.txt.`;
 //! bench/README.md, stop 40). A copy is a write the model makes instead of choosing; a receipt
 //! is never content. The call is not run, and the model is told why once per turn
 //! (`turn::held_write`), like a write made before the task's files were read.
@@ -25,14 +25,14 @@ pub(super) enum Held {
     /// The content is what an earlier write returned.
     Receipt(String),
     /// The content names every line of the earlier call `at`'s result (the first field of each:
-    /// `test_login` of `test_login .... PASSED`), where the task asks about some of them.
+    /// `test_signup` of `test_signup .... PASSED`), where the task asks about some of them.
     Column { source: String, at: usize },
     /// The content names some lines of the earlier call `at`'s result by their first field
     /// (`names`, in the written order): a list the model chose, which the engine checks against
     /// the lines the task asks about (`holds.rs`).
     Subset { source: String, at: usize, names: Vec<String> },
     /// The write goes to `path`, the file `named` of the task's own words put in a folder the
-    /// task does not name (`reports/failing.txt` for "into failing.txt"); `call` is the same
+    /// task does not name (`results/broken.txt` for "into broken.txt"); `call` is the same
     /// call with the named path, written as the model writes one.
     Elsewhere { named: String, path: String, call: String },
     /// The call is, word for word, one the turn did not run before (made before the task's
@@ -133,7 +133,7 @@ pub(super) fn call_instead(lang: Language, call: &str) -> String {
     }
 }
 
-/// The first field of a line: `web-2` of `web-2,10.0.0.12,down` or `web-2 down`.
+/// The first field of a line: `app-2` of `app-2,192.168.4.12,down` or `app-2 down`.
 pub(super) fn first_field(line: &str) -> &str {
     let line = line.trim();
     line.split(|c: char| c.is_whitespace() || ",;:|=".contains(c)).next().unwrap_or(line)
@@ -176,7 +176,7 @@ pub(super) fn elsewhere_held(task: &str, tool: &str, arguments: &str) -> Option<
 
 /// The file of the task's own words that a write to `target` was meant for, when `target` is
 /// that file put in a folder the task does not name: `(named, target)`. The 1.5B model wrote
-/// `reports/failing.txt` for "from reports/tests.txt into failing.txt".
+/// `results/broken.txt` for "from results/unit.txt into broken.txt".
 fn elsewhere(task: &str, target: &str) -> Option<(String, String)> {
     let own = super::named::own_paths(task);
     if own.iter().any(|p| normal(p) == target) {
@@ -186,7 +186,7 @@ fn elsewhere(task: &str, target: &str) -> Option<(String, String)> {
     let folder = &target[..target.len() - named.len() - 1];
     // "Write the summary into reports/ as summary.txt": the folder is named too. So it is by a
     // word of its own ("to report.md in the docs folder"), but not as part of another path
-    // (`reports/tests.txt`, the file read).
+    // (`results/unit.txt`, the file read).
     if own.iter().any(|p| normal(p) == folder) {
         return None;
     }
@@ -211,7 +211,7 @@ fn says_all(task: &str) -> bool {
 }
 
 /// Whether `content` names every line of `read` by its first field: each written line is how
-/// a line of the read begins, up to a space or punctuation (`test_login` of `test_login ....
+/// a line of the read begins, up to a space or punctuation (`test_signup` of `test_signup ....
 /// PASSED`), they cover at least four in five of the read's lines, in its order. The model
 /// asked for "the failing tests" wrote the name of every test.
 fn copies_column(content: &str, read: &str) -> bool {
@@ -379,37 +379,36 @@ mod tests {
     const CHECKS: &str = "disk: ok\nmemory: ok\ndns: FAIL (timeout)\nntp: ok\ntls: FAIL (expires)\n";
 
     fn write(content: &str) -> String {
-        serde_json::json!({ "path": "out/failing.txt", "content": content }).to_string()
+        serde_json::json!({ "path": "out/red.txt", "content": content }).to_string()
     }
 
     #[test]
     fn a_write_of_some_lines_by_name_is_a_list_to_check() {
-        let task = "Write the names of the hosts that are down in hosts.csv to down.txt, one per line.";
-        let hosts =
-            "host,ip,status\nweb-1,10.0.0.11,up\nweb-2,10.0.0.12,down\ndb-1,10.0.0.21,up\ncache-1,10.0.0.31,down\n";
-        let read = [call("file_read", serde_json::json!({ "path": "hosts.csv" }), hosts)];
-        let args = |content: &str| serde_json::json!({ "path": "down.txt", "content": content }).to_string();
+        let task = "Put the names of the machines that are down in fleet.csv into offline.txt, one per line.";
+        let hosts = "name,addr,state\napp-1,192.168.4.11,up\napp-2,192.168.4.12,down\nlb-1,192.168.4.21,up\nqueue-1,192.168.4.31,down\n";
+        let read = [call("file_read", serde_json::json!({ "path": "fleet.csv" }), hosts)];
+        let args = |content: &str| serde_json::json!({ "path": "offline.txt", "content": content }).to_string();
         assert_eq!(
-            held(task, "file_write", &args("web-2\ndb-1"), &read),
-            Some(Held::Subset { source: "hosts.csv".into(), at: 0, names: vec!["web-2".into(), "db-1".into()] })
+            held(task, "file_write", &args("app-2\nlb-1"), &read),
+            Some(Held::Subset { source: "fleet.csv".into(), at: 0, names: vec!["app-2".into(), "lb-1".into()] })
         );
         assert_eq!(
-            held(task, "file_write", &args("- web-2\n- cache-1\n"), &read),
-            Some(Held::Subset { source: "hosts.csv".into(), at: 0, names: vec!["web-2".into(), "cache-1".into()] })
+            held(task, "file_write", &args("- app-2\n- queue-1\n"), &read),
+            Some(Held::Subset { source: "fleet.csv".into(), at: 0, names: vec!["app-2".into(), "queue-1".into()] })
         );
-        assert_eq!(held(task, "file_write", &args("2 hosts are down"), &read), None, "no line's name");
-        assert_eq!(held(task, "file_write", &args("db-1\nweb-2"), &read), None, "out of the read's order");
-        assert_eq!(first_field("web-2,10.0.0.12,down"), "web-2");
+        assert_eq!(held(task, "file_write", &args("2 machines are down"), &read), None, "no line's name");
+        assert_eq!(held(task, "file_write", &args("lb-1\napp-2"), &read), None, "out of the read's order");
+        assert_eq!(first_field("app-2,192.168.4.12,down"), "app-2");
         assert_eq!(
-            listed_call("file_write", &args("- web-2\n- db-1\n"), &["web-2", "cache-1"]).as_deref(),
-            Some(r#"file_write {"content":"- web-2\n- cache-1\n","path":"down.txt"}"#)
+            listed_call("file_write", &args("- app-2\n- lb-1\n"), &["app-2", "queue-1"]).as_deref(),
+            Some(r#"file_write {"content":"- app-2\n- queue-1\n","path":"offline.txt"}"#)
         );
-        assert_eq!(first_field("  test_login .... FAILED"), "test_login");
+        assert_eq!(first_field("  test_signup .... FAILED"), "test_signup");
     }
 
     #[test]
     fn a_write_of_a_file_read_whole_is_a_copy_unless_the_task_asks_for_one() {
-        let task = "Read checks.txt and write the checks that are failing to out/failing.txt.";
+        let task = "Go through checks.txt and put the checks in FAIL state into out/red.txt.";
         let read = [call("file_read", serde_json::json!({ "path": "checks.txt" }), CHECKS)];
         // The model's copy dropped the `n` of `ntp`: still a copy.
         let copy = "disk: ok\nmemory: ok\ndns: FAIL (timeout)\ntp: ok\ntls: FAIL (expires)\n";
@@ -442,7 +441,7 @@ mod tests {
         let ranged =
             [call("file_read", serde_json::json!({ "path": "checks.txt" }), &format!("{CHECKS}(lines 1-5 of 5)"))];
         assert!(held(task, "file_write", &write(CHECKS), &ranged).is_some(), "the range line is not the file's");
-        let backup = "Copy checks.txt to out/failing.txt.";
+        let backup = "Copy checks.txt to out/red.txt.";
         assert_eq!(held(backup, "file_write", &write(CHECKS), &read), None);
         assert_eq!(held("把 checks.txt 备份到 out/", "file_write", &write(CHECKS), &read), None);
         let journal: String = (1..=12).map(|d| format!("2026-11-{d:02}: ok\n")).collect();
@@ -460,13 +459,13 @@ mod tests {
 
     #[test]
     fn a_write_of_an_earlier_writes_receipt_is_held() {
-        let task = "Read checks.txt and write the checks that are failing to out/failing.txt.";
-        let calls = [call("file_write", serde_json::json!({}), "Wrote 115 bytes to out/failing.txt.")];
-        let receipt = "Wrote 115 bytes to out/failing.txt.";
+        let task = "Go through checks.txt and put the checks in FAIL state into out/red.txt.";
+        let calls = [call("file_write", serde_json::json!({}), "Wrote 115 bytes to out/red.txt.")];
+        let receipt = "Wrote 115 bytes to out/red.txt.";
         assert_eq!(held(task, "file_write", &write(receipt), &calls), Some(Held::Receipt(receipt.into())));
         assert_eq!(
             message(Language::En, &Held::Receipt(receipt.into()), None),
-            "not run: this content is what your earlier write returned (`Wrote 115 bytes to out/failing.txt.`), not what the task asks to write. That write is done."
+            "not run: this content is what your earlier write returned (`Wrote 115 bytes to out/red.txt.`), not what the task asks to write. That write is done."
         );
         assert_eq!(held(task, "file_write", &write("dns: FAIL"), &calls), None);
         let failed = [CallRecord { status: ToolStatus::Failed, ..calls[0].clone() }];
@@ -475,18 +474,18 @@ mod tests {
 
     #[test]
     fn a_write_held_before_the_reads_and_made_again_after_the_path_was_written_is_stale() {
-        let task = "Count the ERROR lines in logs/app.log and write just the number to out/errors.txt.";
-        let guess = serde_json::json!({ "content": "1", "path": "out/errors.txt" });
+        let task = "Count the WARN lines of logs/worker.log and write only the number to out/warns.txt.";
+        let guess = serde_json::json!({ "content": "1", "path": "out/warns.txt" });
         let held_call = CallRecord {
             status: ToolStatus::Refused,
-            ..call("file_write", guess.clone(), "[failed] not run yet: the task names `logs/app.log`")
+            ..call("file_write", guess.clone(), "[failed] not run yet: the task names `logs/worker.log`")
         };
-        let read = call("file_read", serde_json::json!({ "path": "logs/app.log" }), "INFO a\nERROR b\nERROR c\n");
+        let read = call("file_read", serde_json::json!({ "path": "logs/worker.log" }), "INFO a\nWARN b\nWARN c\n");
         let wrote =
-            call("file_write", serde_json::json!({ "content": "2", "path": "out/errors.txt" }), "Wrote 1 bytes.");
-        let again = r#"{"path":"./out/errors.txt","content":"1"}"#;
+            call("file_write", serde_json::json!({ "content": "2", "path": "out/warns.txt" }), "Wrote 1 bytes.");
+        let again = r#"{"path":"./out/warns.txt","content":"1"}"#;
         let calls = [held_call.clone(), read.clone(), wrote];
-        assert_eq!(held(task, "file_write", &guess.to_string(), &calls), Some(Held::Stale("out/errors.txt".into())));
+        assert_eq!(held(task, "file_write", &guess.to_string(), &calls), Some(Held::Stale("out/warns.txt".into())));
         assert_eq!(held(task, "file_write", again, &calls), None, "another spelling is another call");
         assert_eq!(
             held(task, "file_write", &guess.to_string(), &[held_call, read]),
@@ -494,59 +493,55 @@ mod tests {
             "nothing written since: the held call runs once the reads are done"
         );
         assert_eq!(
-            message(Language::En, &Held::Stale("out/errors.txt".into()), None),
-            "not run: this is the write you made before the task's files were read, and `out/errors.txt` has since been written from what they say. That write is done: give your final answer."
+            message(Language::En, &Held::Stale("out/warns.txt".into()), None),
+            "not run: this is the write you made before the task's files were read, and `out/warns.txt` has since been written from what they say. That write is done: give your final answer."
         );
     }
 
     #[test]
     fn a_write_that_names_every_line_of_a_read_is_held_unless_the_task_asks_for_all() {
-        let tests = "test_login ........ PASSED\ntest_checkout ..... FAILED\ntest_refund ....... PASSED\ntest_pdf .......... FAILED\n";
-        let read = [call("file_read", serde_json::json!({ "path": "reports/tests.txt" }), tests)];
+        let tests = "test_signup ....... PASSED\ntest_cart ......... FAILED\ntest_invoice ...... PASSED\ntest_export ....... FAILED\n";
+        let read = [call("file_read", serde_json::json!({ "path": "results/unit.txt" }), tests)];
         let names =
-            serde_json::json!({ "path": "failing.txt", "content": "test_login\ntest_checkout\ntest_refund\ntest_pdf" });
-        let task = "Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.";
+            serde_json::json!({ "path": "broken.txt", "content": "test_signup\ntest_cart\ntest_invoice\ntest_export" });
+        let task = "Put the failing tests' names from results/unit.txt into broken.txt, a name per line.";
         assert_eq!(
             held(task, "file_write", &names.to_string(), &read),
-            Some(Held::Column { source: "reports/tests.txt".into(), at: 0 })
+            Some(Held::Column { source: "results/unit.txt".into(), at: 0 })
         );
-        let all = "Write the names of all tests from reports/tests.txt into names.txt.";
+        let all = "Put the names of all tests in results/unit.txt into names.txt.";
         assert_eq!(held(all, "file_write", &names.to_string(), &read), None, "all of them asked");
-        let some = serde_json::json!({ "path": "failing.txt", "content": "test_checkout\ntest_pdf" });
+        let some = serde_json::json!({ "path": "broken.txt", "content": "test_cart\ntest_export" });
         // Some of them: a list the engine checks against its selection (`holds.rs`).
         assert_eq!(
             held(task, "file_write", &some.to_string(), &read),
             Some(Held::Subset {
-                source: "reports/tests.txt".into(),
+                source: "results/unit.txt".into(),
                 at: 0,
-                names: vec!["test_checkout".into(), "test_pdf".into()]
+                names: vec!["test_cart".into(), "test_export".into()]
             })
         );
     }
 
     #[test]
     fn a_write_to_the_named_file_in_a_folder_the_task_does_not_name_is_held() {
-        let task = "Write the names of the failing tests from reports/tests.txt into failing.txt, one per line.";
-        let write = |path: &str| serde_json::json!({ "path": path, "content": "test_checkout" }).to_string();
-        let held_at = elsewhere_held(task, "file_write", &write("reports/failing.txt"));
-        let call = r#"file_write {"content":"test_checkout","path":"failing.txt"}"#;
+        let task = "Put the failing tests' names from results/unit.txt into broken.txt, a name per line.";
+        let write = |path: &str| serde_json::json!({ "path": path, "content": "test_cart" }).to_string();
+        let held_at = elsewhere_held(task, "file_write", &write("results/broken.txt"));
+        let call = r#"file_write {"content":"test_cart","path":"broken.txt"}"#;
         assert_eq!(
             held_at,
-            Some(Held::Elsewhere {
-                named: "failing.txt".into(),
-                path: "reports/failing.txt".into(),
-                call: call.into()
-            })
+            Some(Held::Elsewhere { named: "broken.txt".into(), path: "results/broken.txt".into(), call: call.into() })
         );
         assert_eq!(
             message(Language::En, held_at.as_ref().unwrap(), None),
             format!(
-                "not run: the task names `failing.txt` as the file to write, and this call writes `reports/failing.txt`. Call this instead: {call}"
+                "not run: the task names `broken.txt` as the file to write, and this call writes `results/broken.txt`. Call this instead: {call}"
             )
         );
-        assert_eq!(elsewhere_held(task, "file_write", &write("failing.txt")), None);
-        assert_eq!(elsewhere_held(task, "file_write", &write("./failing.txt")), None);
-        assert_eq!(elsewhere_held(task, "file_edit", &write("reports/failing.txt")), None, "writes only");
+        assert_eq!(elsewhere_held(task, "file_write", &write("broken.txt")), None);
+        assert_eq!(elsewhere_held(task, "file_write", &write("./broken.txt")), None);
+        assert_eq!(elsewhere_held(task, "file_edit", &write("results/broken.txt")), None, "writes only");
         let words = "Write the report to report.md in the docs folder.";
         assert_eq!(elsewhere_held(words, "file_write", &write("docs/report.md")), None, "the folder named in words");
         let folder = "Write the summary into reports/ as summary.txt.";

@@ -1,5 +1,5 @@
 //! A line that counts none of what the task looks for: `backup done: 731 files, 0 failed`
-//! for "tell me if any backup had failed files", `sync finished, errors: 0` for "check the log
+//! for "did a backup leave failed files", `sync finished, errors: 0` for "check the log
 //! for errors". Such a line is what a clean run writes, not a finding.
 //!
 //! Why: the code check's function (`code_check.rs`) that the 1.5B model wrote for the backup
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn a_zero_count_of_what_the_task_looks_for_is_not_a_finding() {
-        let task = "Look through var/backup.log and tell me if any backup had failed files.";
+        let task = "Go over the file var/backup.log; did any backup have files that failed?";
         assert!(says_none(task, "2026-10-03 03:15:22 backup done: 731 files, 0 failed"));
         assert!(!says_none(task, "2026-10-04 03:16:09 backup done: 64 files, 2 failed"));
         assert!(!says_none(task, "2026-10-04 03:16:09 backup FAILED: disk full"), "no count: a finding");
@@ -112,7 +112,7 @@ mod tests {
     fn a_zero_count_of_another_thing_stays_a_finding() {
         // "0 free" is the alarm of a disk check; the task names no failure word.
         assert!(!says_none("Alert me when a disk has less than 10% free.", "/data: 0 free"));
-        assert!(!says_none("Tell me if any backup had failed files.", "backup done: 0 files, exit=0"));
+        assert!(!says_none("Say whether a backup had files that failed.", "backup done: 0 files, exit=0"));
         assert!(!says_none("Which jobs ran?", "job a: 0 failed"), "the task names no failure");
     }
 }

@@ -36,7 +36,7 @@ pub enum DaemonError {
 
 impl DaemonError {
     /// The exit code of `routines daemon` stopped by it: 2 for a file glob that cannot work,
-    /// else 1 (the data folder is taken, the address is in use, the store failed).
+    /// else 1 (the data folder is in use by another daemon, the address is in use, the store failed).
     pub fn exit_code(&self) -> u8 {
         match self {
             DaemonError::Watch(WatchError::Pattern { .. }) => 2,

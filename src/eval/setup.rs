@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn authors_are_read_as_name_and_address() {
-        assert_eq!(author(Some("Ana Lima <ana@example.com>")), ("Ana Lima".into(), "ana@example.com".into()));
+        assert_eq!(author(Some("Rosa Diaz <rosa@example.com>")), ("Rosa Diaz".into(), "rosa@example.com".into()));
         assert_eq!(author(None), ("Eval Runner".into(), "eval@example.com".into()));
     }
 }

@@ -39,7 +39,7 @@ pub struct TaskFile {
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
     /// The instant every run of the task takes as the current time (RFC 3339,
-    /// `2026-11-28T09:00:00Z`): the prompt's current time, the dates the engine compares and the
+    /// `2027-03-01T08:30:00Z`): the prompt's current time, the dates the engine compares and the
     /// template's `now`, so that "in how many days" has one right answer on any day. Shell
     /// commands and `git` keep the machine's clock. Default the wall clock.
     pub now: Option<String>,
@@ -266,7 +266,7 @@ fn check(task: &TaskFile, source: &SourceMap, dir: &Path, routines: Option<&[&st
         diags.push(
             source
                 .error_at(&["now"], format!("`{now}` is not an instant (a date, a time and an offset)"))
-                .with_hint("write it in RFC 3339, with its offset: 2026-11-28T09:00:00Z or 2026-11-28T17:00:00+08:00"),
+                .with_hint("write it in RFC 3339, with its offset: 2027-03-01T08:30:00Z or 2027-03-01T16:30:00+08:00"),
         );
     }
     check_trigger(source, &["trigger"], task.trigger.as_ref(), diags);

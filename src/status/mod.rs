@@ -1,5 +1,5 @@
 //! The status page (SPEC §11): a read-only view of the routines and their
-//! runs for the person who owns them, served by `routines daemon` beside the
+//! runs for the person they belong to, served by `routines daemon` beside the
 //! webhooks.
 //!
 //! | path | page |

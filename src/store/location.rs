@@ -1,4 +1,4 @@
-//! Where the state lives: an SQLite file in the data folder (the default), or a PostgreSQL
+//! Where the state lives: an SQLite file inside the data folder (the default), or a PostgreSQL
 //! database named by a `postgres://` URL in the variable `store.url_env` names (SPEC §3, §9).
 //!
 //! A URL may carry a password. [`DatabaseUrl`] keeps the text but never shows it: its

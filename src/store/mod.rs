@@ -142,7 +142,7 @@ pub enum StoreError {
 fn full_disk_note(e: &rusqlite::Error) -> &'static str {
     match e {
         rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DiskFull => {
-            " (the disk holding the data folder is full; free space there)"
+            " (the data folder's disk is full; free space there)"
         }
         _ => "",
     }

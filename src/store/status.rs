@@ -83,7 +83,7 @@ pub struct RunPageQuery<'a> {
     pub limit: usize,
 }
 
-/// One page of runs and whether there are more on either side.
+/// One page of runs and whether more lie on either side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunPage {
     /// Newest first.

@@ -260,7 +260,7 @@ const SUMMARY_FROM: usize = 3;
 
 /// The counts of a listing: entries, files, folders and files by extension, e.g. `(6 entries:
 /// 5 files, 1 folder; by type: 3 .md, 1 .png, 1 .txt)`. Small models miscount lists by eye;
-/// "how many Markdown files" is then read, not counted.
+/// "how many .md files" is then read, not counted.
 fn summary(entries: &[String]) -> String {
     let folders = entries.iter().filter(|e| e.ends_with('/')).count();
     let mut by_type: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();

@@ -341,13 +341,13 @@ mod tests {
     #[tokio::test]
     async fn a_search_that_matched_nothing_says_so_and_how_to_ignore_case() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("app.log"), "06:17 ERROR payment provider unreachable\n").unwrap();
+        std::fs::write(dir.path().join("app.log"), "06:17 ERROR mail relay refused connection\n").unwrap();
         let ctx = ToolContext::for_test(Policy::new(Autonomy::Full, dir.path(), &[]).unwrap());
         let args = ShellArgs { command: "grep -n error app.log".into() };
         let Err(ToolError::Failed { message, .. }) = Shell.call(args, &ctx).await else { panic!("grep matched") };
         assert_eq!(message, "exit code 1; no line matched (grep matches case-sensitively; -i ignores case)");
         let found = Shell.call(ShellArgs { command: "grep -in error app.log".into() }, &ctx).await.unwrap();
-        assert_eq!(found, "1:06:17 ERROR payment provider unreachable\n");
+        assert_eq!(found, "1:06:17 ERROR mail relay refused connection\n");
         // A missing file is grep's error (2), not an empty search.
         let args = ShellArgs { command: "grep -n error none.log".into() };
         let Err(ToolError::Failed { message, .. }) = Shell.call(args, &ctx).await else { panic!("grep found a file") };

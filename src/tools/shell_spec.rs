@@ -2,8 +2,8 @@
 //! run, and an example in the form that returns what tasks ask about.
 //!
 //! Small models copy the example of a tool's description nearly word for word. With
-//! `git log --oneline -5` as the example, a 1.5B model ran exactly that for "who made the most
-//! recent commit and which files did it change" and, with no author or file in the output,
+//! `git log --oneline -5` as the example, a 1.5B model ran exactly that when asked about the
+//! author and the files of the latest commit and, with no author or file in the output,
 //! made them up; with `git log -3 --stat` it got the author, the date and the files (replays
 //! in bench/README.md). Naming the commands saves the calls a model spends on a command that
 //! is not allowed.

@@ -210,7 +210,7 @@ async fn a_suite_that_cannot_load_is_exit_2_with_every_problem_located() {
         "  evals/c/task.yaml:2:14: the site folder `nowhere` does not exist",
         "    help: put the pages to serve in a folder of the task",
         "  evals/c/task.yaml:3:6: `tomorrow` is not an instant (a date, a time and an offset)",
-        "    help: write it in RFC 3339, with its offset: 2026-11-28T09:00:00Z or 2026-11-28T17:00:00+08:00",
+        "    help: write it in RFC 3339, with its offset: 2027-03-01T08:30:00Z or 2027-03-01T16:30:00+08:00",
     ];
     assert_eq!(o.stderr.lines().collect::<Vec<_>>(), expected, "{o}");
     assert_eq!(mock.request_count(), 0);

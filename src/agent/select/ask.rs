@@ -12,20 +12,20 @@ pub(crate) enum Ask {
     Most,
     /// The sum of a number over them (objects and rows only).
     Total,
-    /// The mean of a number over them ("the average response time"; lines alike count too).
+    /// The mean of a number over them ("the average load per host"; lines alike count too).
     Average,
     /// What share of them, as a percentage (the lines of a text count too).
     Share,
     /// How many different values of something they hold (the lines of a text count too).
     Distinct,
-    /// The last of the ones the task names ("what was the last error"; lines alike count too).
+    /// The last of the ones the task names ("which was the last failure"; lines alike count too).
     Last,
 }
 
 /// What `task` asks, from its words: a superlative first ("which warehouse has the least
 /// stock" picks one), then a share or a number of different values, then a count, then
 /// "which ... are" or "which <plural noun>", then a total
-/// ("what is the total of the amounts": the 1.5B model added 1200, 350, 800 and 150 to 3950).
+/// ("the total of the amounts": the 1.5B model added 1200, 350, 800 and 150 to 3950).
 pub(crate) fn ask_of(task: &str) -> Option<Ask> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
@@ -50,7 +50,7 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
     if last_asked(&lower) {
         return Some(Ask::Last);
     }
-    // "The average response time": the 1.5B model answered 100 for 120, 80, 200 and 100.
+    // "An average latency": the 1.5B model answered 100 for 120, 80, 200 and 100.
     if ["average", "mean", "avg"].iter().any(|w| has(w)) || phrase("平均") {
         return Some(Ask::Average);
     }
@@ -60,7 +60,7 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
         return Some(Ask::Total);
     }
     // A share or a number of different values is asked with a count's words ("how many
-    // different IP addresses"): their own words decide. The 1.5B model answered 40% for 2 of
+    // different client IPs"): their own words decide. The 1.5B model answered 40% for 2 of
     // 10 requests, and 5 different addresses for 3 (bench/README.md, stop 39).
     const SHARE: [&str; 8] = [
         "what percentage",
@@ -81,7 +81,7 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
     if different {
         return Some(Ask::Distinct);
     }
-    // "How many seconds did the builds take together": a unit of measure with a word of adding
+    // "How many seconds in all did the jobs take": a unit of measure with a word of adding
     // up is a total, not a count of lines (the 1.5B model added 184, 97, 203 and 176 to 750).
     let summed = ["together", "total", "altogether", "combined", "sum", "all"].iter().any(|w| has(w))
         || ["一共", "总共", "加起来"].iter().any(|p| phrase(p));
@@ -111,7 +111,7 @@ pub(crate) fn ask_of(task: &str) -> Option<Ask> {
 }
 
 /// Whether a question asks which comes first in time among things that expire, fall due or
-/// renew ("which certificate expires first", "what is due next"): the earliest date, which the
+/// renew ("which licence expires first", "what is due next"): the earliest date, which the
 /// 1.5B model took to be the one with the most days left.
 fn first_to_come(words: &[&str]) -> bool {
     const EVENTS: [&str; 12] =
@@ -122,7 +122,7 @@ fn first_to_come(words: &[&str]) -> bool {
         && words.iter().any(|w| ["first", "soonest", "next", "sooner"].contains(w))
 }
 
-/// Whether a question asks for the last of something: "what was the last error", "when was the
+/// Whether a question asks for the last of something: "which was the last failure", "when was the
 /// latest deploy" (the 1.5B model named the first of two ERROR lines, bench/README.md, stop 39).
 /// Not a span ("the last 3", "last week") or a line of a file (read in part, `grounding.rs`), not
 /// a commit (a git log is not lines alike), and not under a condition ("if the last backup ...").

@@ -1,5 +1,5 @@
-//! The boxes of a Markdown task list, told apart by the engine. Asked "how many tasks in TODO.md
-//! are already done?" over `- [x] ...` and `- [ ] ...` lines, the 1.5B model tested for the
+//! The boxes of a Markdown task list, told apart by the engine. Asked how many items of a
+//! to-do list were already done, over `- [x] ...` and `- [ ] ...` lines, the 1.5B model tested for the
 //! word `done`, twice, and then counted every line (6 for 3; bench/README.md, stop 42). Whether a
 //! box is ticked is the list's own syntax, not a judgement: where most of a text's lines are
 //! task-list items and the task asks for the ticked or the open ones, the engine keeps those,
@@ -103,12 +103,12 @@ mod tests {
         text.lines().map(str::to_string).collect()
     }
 
-    const LIST: &str = "# Sprint 14\n- [x] Migrate the billing tables\n- [ ] Write the release notes\n\
-                        - [X] Fix the login redirect\n* [ ] Update the on-call rota\n1. [x] Remove the flags";
+    const LIST: &str = "# Sprint 14\n- [x] Rename the cron jobs\n- [ ] Draft the upgrade guide\n\
+                        - [X] Patch the search ranking\n* [ ] Review the alert rules\n1. [x] Remove the flags";
 
     #[test]
     fn the_ticked_or_the_open_boxes_are_kept_by_the_task_words() {
-        let (phrase, flags) = by_box("How many tasks in TODO.md are already done?", &lines(LIST)).unwrap();
+        let (phrase, flags) = by_box("How many items in plan.md are done already?", &lines(LIST)).unwrap();
         assert_eq!((phrase, flags), ("ticked `[x]`", vec![false, true, false, true, false, true]));
         let (_, flags) = by_box("Which tasks are not done yet?", &lines(LIST)).unwrap();
         assert_eq!(flags, vec![false, false, true, false, true, false]);

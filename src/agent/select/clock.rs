@@ -1,5 +1,5 @@
-//! A time of day the task names, compared by the engine. Asked "How many errors were logged
-//! after 14:00 in app.log?", the 1.5B model's `keep` tested for `ERROR` alone and the answer
+//! A time of day the task names, compared by the engine. Asked to count the errors a log
+//! recorded after an afternoon hour, the 1.5B model's `keep` tested for `ERROR` alone and the answer
 //! counted the morning's errors too (bench/README.md, stop 43): a condition on the time of a
 //! line is one it leaves out. Where the task puts a comparison word before a clock time ("after
 //! 14:00", "since 8:30", "before 9am", "between 09:00 and 12:00", 14:00 之后) and the records are
@@ -206,10 +206,10 @@ mod tests {
     #[test]
     fn the_engine_keeps_the_lines_on_the_side_of_the_time_the_task_asks() {
         let log = lines(
-            "2026-11-28 09:12:01 ERROR cache unavailable\n2026-11-28 13:58:10 ERROR db timeout\n\
-             2026-11-28 14:05:44 ERROR db timeout\n2026-11-28 15:11:09 ERROR payment declined",
+            "2027-02-03 09:12:01 ERROR disk slow\n2027-02-03 13:58:10 ERROR auth failed\n\
+             2027-02-03 14:05:44 ERROR auth failed\n2027-02-03 15:11:09 ERROR export aborted",
         );
-        let task = "How many errors were logged after 14:00 in app.log?";
+        let task = "How many errors did worker.log record after 14:00?";
         assert_eq!(by_clock(task, &log), Some(("a time after 14:00".into(), vec![false, false, true, true])));
         let since = "How many warnings since 13:58:10?";
         assert_eq!(by_clock(since, &log).map(|(_, f)| f), Some(vec![false, true, true, true]));
@@ -230,12 +230,12 @@ mod tests {
 
     #[test]
     fn a_time_without_a_bound_or_lines_of_several_days_are_left_to_the_model() {
-        let log = lines("2026-11-28 09:12:01 ERROR a\n2026-11-28 15:11:09 ERROR b");
+        let log = lines("2027-02-03 09:12:01 ERROR a\n2027-02-03 15:11:09 ERROR b");
         assert_eq!(by_clock("What happened at 14:00?", &log), None, "no comparison word");
         assert_eq!(by_clock("How many errors are in app.log?", &log), None, "no time");
-        let two_days = lines("2026-11-27 16:00:00 ERROR a\n2026-11-28 09:12:01 ERROR b");
+        let two_days = lines("2027-02-02 16:00:00 ERROR a\n2027-02-03 09:12:01 ERROR b");
         assert_eq!(by_clock("How many errors since 08:30?", &two_days), None, "two dates");
-        let untimed = lines("ERROR a\n2026-11-28 09:12:01 ERROR b");
+        let untimed = lines("ERROR a\n2027-02-03 09:12:01 ERROR b");
         assert_eq!(by_clock("How many errors after 08:30?", &untimed), None, "one timed line");
         let late =
             lines("job 1 finished, the run took a long while and ended at 15:00\njob 2 finished quickly at 09:00");

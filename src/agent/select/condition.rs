@@ -1,5 +1,5 @@
 //! A condition the task states that the model's `keep` (of the selection, or of a webhook's
-//! list filter, `items.rs`) left out: "Which admin accounts are
+//! list filter, `items.rs`) left out: "Which owner accounts are
 //! inactive?" and `return not item['active']`, which keeps the inactive viewer too. The 1.5B
 //! model answered right (bob and dave) from the records shown, and the engine's request for the
 //! records the answer left out then added carol (bench/README.md, stop 40).
@@ -61,7 +61,7 @@ pub(in crate::agent) fn missed(task: &str, values: &[Value], flags: &[bool]) -> 
 }
 
 /// A kept record whose `field` holds `value`, a value the task asks about the items that are
-/// not: "which components are not operational" and `item['status'] != 'degraded_performance'`,
+/// not: "which parts are not healthy" and `item['status'] != 'partial_outage'`,
 /// which keeps the operational ones (the 1.5B model, bench/README.md, stop 41).
 #[derive(Debug, PartialEq, Eq)]
 pub(in crate::agent) struct Negated {
@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn a_kept_record_with_another_value_of_a_named_field_is_a_condition_missed() {
         let inactive = [false, true, true, true];
-        let task = "Which admin accounts in data/users.json are inactive?";
+        let task = "Which admin users of team.json are inactive?";
         let missed = missed(task, &users(), &inactive).unwrap();
         assert_eq!(missed, Missed { field: "role".into(), named: "admin".into(), other: "viewer".into() });
         assert_eq!(
@@ -170,23 +170,23 @@ mod tests {
     #[test]
     fn a_kept_record_whose_value_the_task_negates_is_found() {
         let components: Vec<Value> = serde_json::from_str(
-            r#"[{"name":"API","status":"degraded_performance"},{"name":"Website","status":"operational"},{"name":"Sync","status":"operational"}]"#,
+            r#"[{"name":"Auth","state":"partial_outage"},{"name":"Docs","state":"healthy"},{"name":"Billing","state":"healthy"}]"#,
         )
         .unwrap();
-        let task = "Check status.json and tell me which components are not operational, and why if it says.";
+        let task = "Read state.json; list the parts that are not healthy, with the reason if one is given.";
         let inverted = negated(task, &components, &[false, true, true]).unwrap();
-        assert_eq!(inverted, Negated { field: "status".into(), value: "operational".into() });
+        assert_eq!(inverted, Negated { field: "state".into(), value: "healthy".into() });
         assert_eq!(
             negated_message(Language::En, &inverted),
-            "Your function keeps an item whose `status` is `operational`, and the task asks about the items whose `status` is not `operational`. Write `keep` again."
+            "Your function keeps an item whose `state` is `healthy`, and the task asks about the items whose `state` is not `healthy`. Write `keep` again."
         );
         assert_eq!(negated(task, &components, &[true, false, false]), None, "the right one kept");
-        assert_eq!(negated("Which components are operational?", &components, &[false, true, true]), None);
+        assert_eq!(negated("Which parts are healthy?", &components, &[false, true, true]), None);
     }
 
     #[test]
     fn a_selection_that_holds_the_named_value_or_a_task_that_negates_is_left_alone() {
-        let task = "Which admin accounts in data/users.json are inactive?";
+        let task = "Which admin users of team.json are inactive?";
         assert_eq!(missed(task, &users(), &[false, true, false, true]), None);
         assert_eq!(
             missed("Which accounts that are not admin are inactive?", &users(), &[false, false, true, false]),

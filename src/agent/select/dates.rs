@@ -1,5 +1,5 @@
-//! A date the task names, compared by the engine. Asked which tasks are "due before December 1,
-//! 2026" over lines that say `(due 2026-11-30)`, the 1.5B model wrote `"2026-12-30" in line`
+//! A date the task names, compared by the engine. Asked which tasks fall due before a date in
+//! words over lines that say `(due 2026-11-30)`, the 1.5B model wrote `"2026-12-30" in line`
 //! twice, and told the date as the lines write it and how to compare, `'2026-12-01' in line`
 //! twice (bench/README.md, stop 40): it does not write a comparison of dates. Where the task
 //! puts a comparison word right before its date ("before", "after", "by", "since", "earlier
@@ -242,10 +242,10 @@ pub(super) fn hint(task: &str, shown: &str) -> Option<String> {
     })
 }
 
-/// For a pick of the first or the last in time ("which certificate expires first", "the oldest
+/// For a pick of the first or the last in time ("which licence expires first", "the oldest
 /// backup", "the newest release"), where each of `lines` holds exactly one `YYYY-MM-DD` date
 /// (with a time or not): the line with the earliest date (the latest, `most`) and that date as
-/// the number `YYYYMMDDhhmmss`. Asked which certificate expires first, the 1.5B model's `value`
+/// the number `YYYYMMDDhhmmss`. Asked which of several expiry dates comes first, the 1.5B model's `value`
 /// returned the days since each date, and the latest one was named (bench/README.md, stop 42).
 pub(super) fn by_time(task: &str, lines: &[String], most: bool) -> Option<(usize, f64)> {
     const TIME: [&str; 10] =
@@ -277,7 +277,7 @@ pub(super) fn by_time(task: &str, lines: &[String], most: bool) -> Option<(usize
     best
 }
 
-/// For a task that asks in how many days a date comes ("expires first, and in how many
+/// For a task that asks in how many days a date comes ("runs out soonest, and in how many
 /// days"), the days from `today` to the date the engine picked (`value`: the date as the
 /// number `YYYYMMDDhhmmss`, `harness.rs`), as a sentence of the note; `None` when the task does
 /// not ask for days or the number is no date.
@@ -314,10 +314,10 @@ mod tests {
 
     #[test]
     fn a_date_in_words_is_written_as_the_records_write_theirs() {
-        let lines = "- Renew TLS certificate (due 2026-11-30)\n- Rotate API keys (due 2027-01-15)";
-        let said = hint("Which tasks in tasks.md are due before December 1, 2026?", lines).unwrap();
+        let lines = "- Update the privacy notice (due 2026-11-30)\n- Purge stale tickets (due 2027-01-15)";
+        let said = hint("Which chores in chores.txt are due before 1 December 2026?", lines).unwrap();
         assert!(
-            said.starts_with("The task's date (December 1, 2026) is '2026-12-01' as the records write dates."),
+            said.starts_with("The task's date (1 December 2026) is '2026-12-01' as the records write dates."),
             "{said}"
         );
         assert!(said.contains(r#"re.search(r"\d{4}-\d{2}-\d{2}", ...)"#), "{said}");
@@ -334,10 +334,10 @@ mod tests {
     #[test]
     fn what_expired_or_comes_soon_is_dated_against_today() {
         let rows: Vec<String> =
-            ["jsmith,pro,2025-03-01", "akumar,team,2031-06-30", "lnguyen,pro,2026-11-28", "mg,free,2026-12-20"]
+            ["pkhan,pro,2025-03-01", "tdubois,team,2031-06-30", "lnguyen,pro,2026-11-28", "mg,free,2026-12-20"]
                 .map(String::from)
                 .to_vec();
-        let expired = "Which accounts in accounts.csv have already expired?";
+        let expired = "Which members of members.csv are expired already?";
         assert_eq!(
             by_date(expired, &rows, day()),
             Some(("a date before today (2026-11-28)".into(), vec![true, false, false, false]))
@@ -371,10 +371,10 @@ mod tests {
     #[test]
     fn the_engine_keeps_the_records_on_the_side_of_the_date_the_task_asks() {
         let lines: Vec<String> =
-            ["- Renew TLS (due 2026-11-30)", "- Rotate keys (due 2027-01-15)", "- Pay (due 2026-12-01)"]
+            ["- Renew TLS (due 2026-11-30)", "- Rotate tokens (due 2027-01-15)", "- Pay (due 2026-12-01)"]
                 .map(String::from)
                 .to_vec();
-        let task = "Which tasks in tasks.md are due before December 1, 2026?";
+        let task = "Which chores in chores.txt are due before 1 December 2026?";
         assert_eq!(by_date(task, &lines, day()), Some(("a date before 2026-12-01".into(), vec![true, false, false])));
         let by = "Which tasks are due by 1 Dec 2026?";
         assert_eq!(
@@ -388,7 +388,7 @@ mod tests {
             Some(vec![true, false, false])
         );
         assert_eq!(by_date("What was due on December 1, 2026?", &lines, day()), None, "no comparison word");
-        assert_eq!(by_date("Which are due before December 1, 2026?", &["- no date".to_string()], day()), None);
+        assert_eq!(by_date("Which are due before 1 December 2026?", &["- no date".to_string()], day()), None);
         let headed: Vec<String> = [vec!["# Tasks".to_string()], lines.clone()].concat();
         assert_eq!(
             by_date(task, &headed, day()).map(|(_, f)| f),
@@ -409,7 +409,7 @@ mod tests {
     #[test]
     fn no_date_or_no_dates_in_the_records_give_no_hint() {
         assert_eq!(hint("Which tasks are due soon?", "a (due 2026-11-30)"), None);
-        assert_eq!(hint("Which tasks are due before December 1, 2026?", "a (due 30/11/2026)"), None);
+        assert_eq!(hint("Which tasks are due before 1 December 2026?", "a (due 30/11/2026)"), None);
         assert_eq!(hint("Which tasks are due before February 30, 2026?", "a (due 2026-11-30)"), None, "no such day");
         assert_eq!(hint("Ship 3 boxes 2026", "a 2026-11-30"), None);
     }

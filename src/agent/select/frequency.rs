@@ -1,4 +1,4 @@
-//! "Which user had the most failed logins": the most (or the fewest) of something counted per
+//! "Which account saw the most rejected sign-ins": the most (or the fewest) of something counted per
 //! value, not the largest number a record holds. The 1.5B model, asked for `value(line)`, gave
 //! every line 1, and the first user was named (bench/README.md, stop 43). Where the task asks
 //! for the most or the fewest of a plural noun that no field of the records names ("the most
@@ -36,8 +36,8 @@ pub(super) fn counts_per(task: &str, records: &Records<'_>) -> bool {
 }
 
 /// The code request's instruction for [`counts_per`]. It names what the task counts per in the
-/// task's own word when it has one ("Which endpoint ... has the most server errors": the
-/// endpoint); given the examples "a user, an address, a name" there, the 1.5B model returned
+/// task's own word when it has one ("Which route ... has the most 5xx responses": the
+/// route); given the examples "a user, an address, a name" there, the 1.5B model returned
 /// `'user'` for every GET line and `'address'` for every POST line, and told "the endpoint" alone
 /// it returned the method; told to return the part of the line that names it, the path
 /// (bench/README.md, stop 47).
@@ -58,8 +58,8 @@ pub(super) fn instruction(task: &str, shape: Shape) -> String {
 }
 
 /// What a task asks the most of something per, in its own words after "which" or "what": one
-/// or two words before a verb, a preposition or an article ("Which endpoint in api.log has",
-/// "Which IP address made"). `None` when there is none ("Who had the most failed logins?").
+/// or two words before a verb, a preposition or an article ("Which route in web.log has",
+/// "Which IP address made"). `None` when there is none ("Who saw the most failed attempts?").
 fn subject(task: &str) -> Option<String> {
     const STOP: [&str; 26] = [
         "in", "of", "on", "at", "from", "for", "to", "with", "the", "a", "an", "has", "had", "have", "made", "makes",
@@ -110,9 +110,9 @@ mod tests {
 
     #[test]
     fn the_most_of_a_plural_noun_no_field_names_is_a_count_per_value() {
-        let log = "Nov 27 sshd: Failed password for root\nNov 27 sshd: Failed password for bob\nNov 27 sshd: Failed password for bob\n";
+        let log = "Mar 02 login: bad password for ops\nMar 02 login: bad password for kim\nMar 02 login: bad password for kim\n";
         let lines = Records::of_lines_from(log, 3, true).unwrap();
-        assert!(counts_per("Which user had the most failed logins in auth.log?", &lines));
+        assert!(counts_per("Which account saw the most failed attempts in secure.log?", &lines));
         assert!(counts_per("Which IP made the most requests?", &lines));
         assert!(!counts_per("Which process uses the most memory?", &lines), "a mass noun");
         assert!(!counts_per("Which endpoint took the most seconds?", &lines), "a unit");
@@ -123,17 +123,19 @@ mod tests {
 
     #[test]
     fn the_function_is_asked_for_the_value_the_task_names() {
-        assert_eq!(subject("Which endpoint in api.log has the most server errors (5xx)?").as_deref(), Some("endpoint"));
+        assert_eq!(subject("Which route in web.log has the most 5xx responses?").as_deref(), Some("route"));
         assert_eq!(subject("Which IP address made the most requests?").as_deref(), Some("ip address"));
-        assert_eq!(subject("Which user had the most failed logins in auth.log?").as_deref(), Some("user"));
-        assert_eq!(subject("Who had the most failed logins?"), None);
+        assert_eq!(subject("Which account saw the most failed attempts in secure.log?").as_deref(), Some("account"));
+        assert_eq!(subject("Who saw the most failed attempts?"), None);
         assert_eq!(subject("Which of the hosts sent the most alerts?"), None);
-        let ask = instruction("Which endpoint in api.log has the most server errors (5xx)?", Shape::Lines);
+        let ask = instruction("Which route in web.log has the most 5xx responses?", Shape::Lines);
         assert!(
-            ask.contains("counts them per (here: the endpoint; return the part of the line that names it), or None"),
+            ask.contains("counts them per (here: the route; return the part of the line that names it), or None"),
             "{ask}"
         );
-        assert!(instruction("Who had the most failed logins?", Shape::Lines).contains("(a user, an address, a name)"));
+        assert!(
+            instruction("Who saw the most failed attempts?", Shape::Lines).contains("(a user, an address, a name)")
+        );
     }
 
     #[test]

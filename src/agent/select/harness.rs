@@ -3,11 +3,11 @@
 
 /// Runs the model's `value` on every record and prints one line: `{"values": [...], "dates":
 /// bool}`, a number per record (`null` where it raised or gave no number). A date or a text that
-/// holds one (`"2026-11-09"`, `db-2026-11-09.tar.gz`, a `datetime`) counts as the number
+/// holds one (`"2026-11-09"`, `vault-2025-03-02.tgz`, a `datetime`) counts as the number
 /// `YYYYMMDDhhmmss`, which orders as the dates do, and `dates` says so: asked which backup is
 /// the oldest, the model returns the date it reads in the name. A number with its unit
 /// (`120ms`, `94%`, `$12.50`) is the number: the 1.5B model wrote `float(line.split()[2])`
-/// over `GET /api/users 120ms` (bench/README.md, stop 42).
+/// over `GET /v2/items 95ms` (bench/README.md, stop 42).
 pub(super) const VALUE: &str = r#"import datetime, json, math, re, sys
 with open(sys.argv[2], encoding="utf-8") as f:
     items = json.load(f)

@@ -185,7 +185,7 @@ impl Agent {
         // Where the records were bounded, the bounded ones go to the answer whatever the code does.
         let fallback = bound_note.as_ref().map(|n| Selected::of(call, whole.clone(), n.clone()));
         let Some(shown) = records.shown() else { return fallback };
-        // "The most failed logins": counted per value, not compared by a number.
+        // "The most failed attempts": counted per value, not compared by a number.
         let per_value = matches!(ask, Ask::Least | Ask::Most) && frequency::counts_per(task, &records);
         let name = match ask {
             _ if per_value => "key",
@@ -539,7 +539,7 @@ fn noun(shape: Shape) -> &'static str {
 }
 
 /// Whether a count asks for an amount held in a field rather than a number of records: "how
-/// many hours did Ana log" over rows with an `hours` column is a total of that column (the
+/// many hours has Ana logged" over rows with an `hours` column is a total of that column (the
 /// 1.5B model counted rows, or added every row's hours, bench/README.md, stop 39). The word
 /// after "how many" names a field (also without or with a plural `s`) whose values are numbers,
 /// or, over lines, a unit most lines write after a number ("how many seconds" over

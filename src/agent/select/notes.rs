@@ -119,7 +119,7 @@ pub(super) fn printed_note(lang: Language, command: &str, lines: usize) -> Strin
 ///
 /// For a "which" task the note says only that they are the ones asked about, and to name each:
 /// told "2 of the 4 items ... are the ones the task asks about", the 1.5B model answered that
-/// no user had two-factor authentication turned off beside the two that had (and again when
+/// no user had 2FA switched off beside the two that had (and again when
 /// asked to name them); told this, "Ben and Dara" (bench/README.md, stop 38). A count keeps
 /// the numbers, which it answers from.
 pub(super) fn kept_note(lang: Language, ask: Ask, shape: Shape, source: &str, kept: usize, of: usize) -> String {

@@ -218,7 +218,7 @@ pub(super) fn is_unit(word: &str) -> bool {
 }
 
 /// Whether `word`, the word after "how many", is a unit that more than half of `lines` (at
-/// least two) write right after a number: "how many seconds did the builds take" over lines
+/// least two) write right after a number: "how many seconds in all the builds took" over lines
 /// that say `duration=184s` asks for their total, which the 1.5B model added to 750 for 660
 /// (bench/README.md, stop 43). A count of things ("how many errors") names no unit.
 pub(super) fn measures(word: &str, lines: &[String]) -> bool {
@@ -246,7 +246,7 @@ pub(super) fn measures(word: &str, lines: &[String]) -> bool {
 /// For "the slowest" or "the fastest" over records of durations (lines that write `ms`, `s` or
 /// minutes after a number; fields named for a time: `latency`, `duration`, `elapsed`), the ask
 /// for the most time (slowest) or the least (fastest); `None` otherwise. "Slowest" is a least
-/// of a speed and a most of a time: over `GET /api/orders 340ms` the slowest is the largest.
+/// of a speed and a most of a time: over `GET /v2/carts 410ms` the slowest is the largest.
 pub(super) fn by_duration(task: &str, records: &Records<'_>) -> Option<super::Ask> {
     let lower = task.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();

@@ -124,7 +124,7 @@ impl Agent {
 
     /// The records of `records` a time, a date or a class of HTTP statuses the task names
     /// bounds, for a pick, a count per value, a total, a mean or the different values ("the
-    /// most server errors (5xx)", "the average CPU between 10:00 and 11:00"): the text of the
+    /// most 5xx responses", "the mean CPU from 09:00 to 09:30"): the text of the
     /// ones inside (two or more, not all) and the note that says which they are. The model's
     /// function then runs only over those, as a count's does (`select_by_rule`).
     pub(super) fn bounded(&self, task: &str, records: &Records<'_>, source: &str) -> Option<(String, String)> {

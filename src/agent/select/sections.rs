@@ -1,6 +1,6 @@
-//! The newest section of a document, for a task that asks about the latest one: "what changed
-//! in the latest release according to CHANGELOG.md" over sections headed `## 3.4.0 -
-//! 2026-11-18`, `## 3.3.2 - ...`. The 1.5B model listed the changes of every release, in one of
+//! The newest section of a document, for a task that asks about the latest one: "what is new
+//! in the latest version per HISTORY.md" over sections headed `## 2.7.0 -
+//! 2027-02-14`, `## 2.6.5 - ...`. The 1.5B model listed the changes of every release, in one of
 //! two runs of the same request (bench/README.md, stop 41). The engine reads the headings: when
 //! two or more at one level carry a date (`YYYY-MM-DD`) or, failing that, a version (`3.4.0`),
 //! the answer request shows only the section whose heading has the greatest, and says so. A
@@ -119,12 +119,12 @@ mod tests {
         }
     }
 
-    const CHANGELOG: &str = "# Changelog\n## Unreleased\n- Work in progress\n## 3.3.2 - 2026-10-30\n- Fix login timeout\n## 3.4.0 - 2026-11-18\n- Add dark mode\n- Fix CSV export\n## 3.3.1 - 2026-10-12\n- Security fix\n";
+    const CHANGELOG: &str = "# Changelog\n## Unreleased\n- Work in progress\n## 2.6.5 - 2027-01-20\n- Fix session expiry\n## 2.7.0 - 2027-02-14\n- Add dark mode\n- Fix CSV export\n## 2.6.4 - 2027-01-03\n- Security fix\n";
 
     #[test]
     fn the_section_whose_heading_has_the_greatest_date_is_the_newest() {
         let n = newest(&[read("CHANGELOG.md", CHANGELOG)]).unwrap();
-        assert_eq!(n.section, "## 3.4.0 - 2026-11-18\n- Add dark mode\n- Fix CSV export");
+        assert_eq!(n.section, "## 2.7.0 - 2027-02-14\n- Add dark mode\n- Fix CSV export");
         assert_eq!((n.of, n.by), (3, By::Date), "Unreleased has no date");
         let versions = "# Notes\n## v1.9.0\n- a\n## v1.10.0\n- b\n### Details\n- c\n## v1.2.0\n- d\n";
         let n = newest(&[read("NOTES.md", versions)]).unwrap();
@@ -141,9 +141,9 @@ mod tests {
 
     #[test]
     fn a_task_about_the_latest_is_told_from_one_about_all() {
-        assert!(asks_newest("What changed in the latest release according to CHANGELOG.md?"));
+        assert!(asks_newest("What is new in the latest version per HISTORY.md?"));
         assert!(asks_newest("What was in the most recent meeting?"));
         assert!(asks_newest("CHANGELOG.md 里最新版本改了什么？"));
-        assert!(!asks_newest("What changed in release 3.3.2?"));
+        assert!(!asks_newest("What changed in release 2.6.5?"));
     }
 }

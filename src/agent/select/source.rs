@@ -67,7 +67,7 @@ fn picks(ask: Ask) -> bool {
 /// The one successful call of the turn whose result holds records for `ask` (a listing of files
 /// and a memory call aside: a listing's lines are names, and counting them is the listing's own
 /// job; memory holds what was remembered), or `None` when there
-/// are none or several (comparing two files is not picking from one). Lines are records from
+/// are none or several (a comparison of two files is not a pick from one). Lines are records from
 /// six, or from three for a pick (the least, the most, the last: lines alike, each with a digit)
 /// and for "which" over a file read whole or a page fetched with at most one heading (its lines
 /// are what it lists; a command's output, a git log's `Author:` and `Date:` lines, is not a list to pick
@@ -101,7 +101,7 @@ pub(super) fn the_one(calls: &[CallRecord], ask: Option<Ask>, timed: bool) -> Op
         let headings = text.lines().filter(|l| l.trim_start().starts_with('#')).count();
         let listed =
             ask == Some(Ask::Which) && ["file_read", "http_request"].contains(&call.tool.as_str()) && headings <= 1;
-        // A count over a short log: "count the ERROR lines" of three lines, which the 1.5B model
+        // A count over a short log: "how many ERROR lines" of three lines, which the 1.5B model
         // counted as 3 for 2 (stop 43). Lines that begin alike (a time, a list mark) are records,
         // as are a command's when the task bounds their time (`timed`: "since 08:30").
         let counted = matches!(ask, Some(Ask::Count | Ask::Share))

@@ -1,5 +1,5 @@
 //! A class of HTTP statuses the task names ("5xx", "4xx"), told apart by the engine. Asked what
-//! share of the requests "failed with a 5xx status", the 1.5B model's `keep` tested for the text
+//! share of the requests ended in a 5xx, the 1.5B model's `keep` tested for the text
 //! `5xx`, twice, and the answer then counted 4 of 10 for 2 (bench/README.md, stop 42). `5xx` is
 //! no text of a log line; a status of 500 to 599 is.
 
@@ -49,7 +49,7 @@ mod tests {
     fn the_lines_whose_status_is_of_the_class_are_kept() {
         let log =
             lines("GET /api/orders 200\nPOST /api/pay 502\nGET /api/users 500\nGET /api/users 404\nGET /health 200");
-        let task = "What percentage of the requests in access.log failed with a 5xx status?";
+        let task = "What percentage of calls in web.log returned a 5xx code?";
         assert_eq!(by_class(task, &log), Some(("5xx".to_string(), vec![false, true, true, false, false])));
         assert_eq!(
             by_class("How many 4XX errors?", &log).map(|(_, f)| f),

@@ -1,5 +1,5 @@
-//! A `key` that returns a status where the task counts something else. "How many different
-//! users logged in successfully" over `08:01 login ok user=alice` lines: the 1.5B model's `key`
+//! A `key` that returns a status where the task counts something else. A count of the different
+//! users who logged in without error, over `07:40 login ok user=mara` lines: the 1.5B model's `key`
 //! returned `ok` and `failed`, the word after `login`, and the answer counted 4 (bench/README.md,
 //! stops 45 and 46). When every value the function returned is a status word and the task
 //! counts the different values of something that is not a status, the function is asked for
@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn statuses_returned_for_a_count_of_users_are_found() {
-        let task = "How many different users logged in successfully according to auth.log?";
+        let task = "How many unique users had a successful login in auth.log?";
         let (found, noun) = statuses(task, &keys(&["ok", "ok", "failed", "ok"])).unwrap();
         assert_eq!((found, noun.as_str()), (vec!["ok".to_string(), "failed".to_string()], "users"));
         let ask = message(&["ok".into(), "failed".into()], "users");
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn names_or_a_count_of_statuses_are_left_alone() {
-        let task = "How many different users logged in successfully according to auth.log?";
+        let task = "How many unique users had a successful login in auth.log?";
         assert_eq!(statuses(task, &keys(&["alice", "bob", "ok"])), None, "a name is no status");
         assert_eq!(statuses("How many different statuses are there?", &keys(&["ok", "failed"])), None);
         assert_eq!(statuses("How many users logged in?", &keys(&["ok"])), None, "no different values asked");

@@ -9,24 +9,24 @@ fn call(tool: &str, arguments: &str, status: ToolStatus, result: &str) -> CallRe
 
 #[test]
 fn the_task_says_what_it_asks_of_a_list() {
-    assert_eq!(ask_of("Which warehouse in stock.csv has the least stock?"), Some(Ask::Least));
-    assert_eq!(ask_of("Which region had the highest revenue in data/sales.csv?"), Some(Ask::Most));
-    assert_eq!(ask_of("How many users in users.json are admins? Name them."), Some(Ask::Count));
-    assert_eq!(ask_of("data/orders.csv 里有多少个订单的状态是 refunded？"), Some(Ask::Count));
-    assert_eq!(ask_of("统计 app.log 里 WARN 的行数，并告诉我和上次检查相比是多了还是少了。"), Some(Ask::Count));
+    assert_eq!(ask_of("Which depot in parts.csv holds the least stock?"), Some(Ask::Least));
+    assert_eq!(ask_of("Which branch had the highest turnover in reports/q3.csv?"), Some(Ask::Most));
+    assert_eq!(ask_of("How many accounts in staff.json are owners? List them."), Some(Ask::Count));
+    assert_eq!(ask_of("tickets.csv 里有多少张工单的状态是 closed？"), Some(Ask::Count));
+    assert_eq!(ask_of("统计 worker.log 里 ERROR 的行数，再说说比上一次是增加还是减少。"), Some(Ask::Count));
     assert_eq!(ask_of("数一下 inbox 里的邮件条数。"), Some(Ask::Count));
-    assert_eq!(ask_of("Tell me which services are down and their last error."), Some(Ask::Which));
+    assert_eq!(ask_of("Tell me which hosts are offline and their last alert."), Some(Ask::Which));
     assert_eq!(ask_of("哪些订单被退款了？"), Some(Ask::Which));
     assert_eq!(ask_of("库存最少的仓库是哪个？"), Some(Ask::Least));
-    assert_eq!(ask_of("What is the total of all amounts in invoices/november.csv?"), Some(Ask::Total));
+    assert_eq!(ask_of("Give me the total of the fees in billing/march.csv."), Some(Ask::Total));
     assert_eq!(ask_of("How much did we invoice altogether? Add up the amounts."), Some(Ask::Total));
     assert_eq!(ask_of("本月发票的总额是多少？"), Some(Ask::Total));
     assert_eq!(ask_of("How many orders are there in total?"), Some(Ask::Count), "a count first");
     for none in [
-        "What is the first unchecked item in TODO.md?",
-        "Which product changed its price?",
+        "What's the first unticked box in plan.md?",
+        "Which article changed its cost?",
         "Summarize notes/weekly.md.",
-        "Which port does the app listen on?",
+        "On which port is the proxy bound?",
     ] {
         assert_eq!(ask_of(none), None, "{none}");
     }
@@ -122,7 +122,7 @@ fn the_request_fences_the_records_and_asks_for_the_function() {
 
 #[test]
 fn a_keep_that_kept_nothing_is_told_which_of_its_strings_no_record_holds() {
-    let shown = "10:00 INFO request 200 in 5ms\n10:03 WARN request timed out after 30000ms";
+    let shown = "10:00 INFO request 200 in 5ms\n10:03 WARN request timed out after 45000ms";
     let code = "def keep(line: str) -> bool:\n    # look for 'ERROR' too\n    return \"timeout\" in line or 'WARN' in line or \"it's\" in line\n";
     assert_eq!(absent_literals(code, shown), ["timeout", "it's"]);
     assert_eq!(
@@ -146,7 +146,7 @@ fn a_command_that_printed_a_few_lines_has_them_counted_for_a_count() {
         "1002,a,89.50,refunded\n1004,b,300.00,refunded\n\n1006,c,76.20,refunded\n",
     );
     assert_eq!(printed(std::slice::from_ref(&grep)), Some((0, 3)));
-    assert!(applies("data/orders.csv 里有多少个订单的状态是 refunded？", std::slice::from_ref(&grep)));
+    assert!(applies("data/orders.csv 中 refunded 状态的订单有多少个？", std::slice::from_ref(&grep)));
     assert!(!applies("Which orders were refunded?", std::slice::from_ref(&grep)), "a count only");
     assert_eq!(
         printed_note(Language::En, "grep refunded data/orders.csv", 3),
@@ -174,7 +174,7 @@ fn a_keep_that_kept_nothing_twice_gives_way_to_the_longest_run_of_the_tasks_word
         })
         .collect();
     let records = Records::of(&log).unwrap();
-    let (phrase, flags) = task_phrase("How many requests timed out according to logs/gateway.log?", &records).unwrap();
+    let (phrase, flags) = task_phrase("How many calls timed out in logs/api.log?", &records).unwrap();
     assert_eq!(phrase, "timed out", "two words before one (`out` is in every line)");
     assert_eq!(flags, [false, true, false, false, true, false, false, true]);
     assert_eq!(
@@ -204,7 +204,7 @@ fn a_keep_that_kept_nothing_twice_gives_way_to_the_longest_run_of_the_tasks_word
 fn log_levels_are_found_as_logs_write_them_and_lines_are_counted_only_as_lines() {
     let log = "08:41 WARN cache miss\n09:02 INFO backup done\n10:15 WARN disk full\n11:20 ERROR reset\n12:03 INFO ok\n12:30 INFO ok again\n";
     let records = Records::of(log).unwrap();
-    let (phrase, flags) = task_phrase("How many warnings has server.log had since 08:30?", &records).unwrap();
+    let (phrase, flags) = task_phrase("How many warnings did worker.log record since 08:30?", &records).unwrap();
     assert_eq!((phrase.as_str(), flags), ("warn", vec![true, false, true, false, false, false]));
     let (phrase, flags) = task_phrase("08:30 以后 server.log 里有多少条警告？", &records).unwrap();
     assert_eq!((phrase.as_str(), flags), ("warn", vec![true, false, true, false, false, false]));
@@ -213,8 +213,8 @@ fn log_levels_are_found_as_logs_write_them_and_lines_are_counted_only_as_lines()
 
     assert!(counts_lines("How many lines were logged since 08:30?"));
     assert!(counts_lines("How many log entries are in app.log after 14:00?"));
-    assert!(counts_lines("How many were logged after 14:00?"));
-    assert!(!counts_lines("How many warnings has server.log had since 08:30?"));
+    assert!(counts_lines("How many were logged past 15:30?"));
+    assert!(!counts_lines("How many warnings did worker.log record since 08:30?"));
     assert!(!counts_lines("How many failed backups were there after 14:00?"));
     assert!(counts_lines("14:00 以后 app.log 有多少行？"));
     assert!(counts_lines("14:00 以后有多少条日志？"));
@@ -248,12 +248,12 @@ fn a_total_adds_the_numbers_the_function_gave() {
 
 #[test]
 fn a_share_a_number_of_different_values_and_plural_which_are_told_apart() {
-    assert_eq!(ask_of("What percentage of the requests in access.log failed with a 5xx status?"), Some(Ask::Share));
+    assert_eq!(ask_of("What percentage of calls in web.log returned a 5xx code?"), Some(Ask::Share));
     assert_eq!(ask_of("access.log 中 5xx 请求的占比是多少？"), Some(Ask::Share));
-    assert_eq!(ask_of("How many different IP addresses appear in access.log?"), Some(Ask::Distinct));
+    assert_eq!(ask_of("How many different client IPs are in web.log?"), Some(Ask::Distinct));
     assert_eq!(ask_of("How many unique users logged in?"), Some(Ask::Distinct));
     assert_eq!(ask_of("access.log 里有多少个不同的 IP？"), Some(Ask::Distinct));
-    assert_eq!(ask_of("Which contracts in contracts.csv expire before 2027-01-01?"), Some(Ask::Which));
+    assert_eq!(ask_of("Which leases in leases.csv end before 2028-06-30?"), Some(Ask::Which));
     assert_eq!(ask_of("Which of the hosts missed their backup?"), Some(Ask::Which));
     assert_eq!(ask_of("Which process uses port 8080?"), None, "a singular ending in s");
     assert_eq!(ask_of("Which status does the deploy have now?"), Some(Ask::Which), "has 'have'");
@@ -264,7 +264,7 @@ fn a_share_a_number_of_different_values_and_plural_which_are_told_apart() {
 fn a_count_of_a_numeric_field_is_a_total_of_it() {
     let text = "date,person,hours\n2026-11-23,Ana,6\n2026-11-23,Ben,8\n2026-11-24,Ana,7.5\n2026-11-25,Ana,3\n";
     let records = Records::of(text).unwrap();
-    assert!(counts_a_field("How many hours did Ana log in timesheet.csv this week?", &records));
+    assert!(counts_a_field("How many hours has Ana logged in hours.csv?", &records));
     assert!(counts_a_field("How many hour did Ana log?", &records), "the field named without its s");
     assert!(!counts_a_field("How many days did Ana log hours?", &records), "a word that is not a field");
     assert!(!counts_a_field("How many persons logged hours?", &records), "a field of names is counted, not added");
@@ -274,11 +274,11 @@ fn a_count_of_a_numeric_field_is_a_total_of_it() {
 
 #[test]
 fn a_count_of_a_unit_the_lines_write_is_a_total() {
-    let text = "build 412 passed duration=184s\nbuild 413 failed duration=97s\nbuild 414 passed duration=203s\n";
+    let text = "build 57 passed in 61s\nbuild 58 failed in 45s\nbuild 59 passed in 122s\n";
     let builds = Records::of_lines_from(text, 3, true).unwrap();
-    assert!(counts_a_field("How many seconds did all the builds in builds.log take together?", &builds));
+    assert!(counts_a_field("How many seconds in total did the builds in ci.log take?", &builds));
     assert!(counts_a_field("这些构建一共用了多少秒？", &builds));
-    assert_eq!(ask_of("How many seconds did all the builds in builds.log take together?"), Some(Ask::Total));
+    assert_eq!(ask_of("How many seconds in total did the builds in ci.log take?"), Some(Ask::Total));
     assert_eq!(ask_of("How many hours did I work in total?"), Some(Ask::Total));
     assert_eq!(ask_of("How many errors are there in total?"), Some(Ask::Count), "a count of things");
     assert!(!counts_a_field("How many builds failed?", &builds), "a count of things");
@@ -309,29 +309,29 @@ fn the_engine_works_out_the_share_and_the_different_values() {
 
 #[test]
 fn the_earliest_of_dates_is_named_without_the_engines_number() {
-    assert_eq!(ask_of("Which backup in backups.txt is the oldest?"), Some(Ask::Least));
+    assert_eq!(ask_of("Which snapshot in vault.txt is the oldest?"), Some(Ask::Least));
     assert_eq!(ask_of("Which is the newest release in releases.csv?"), Some(Ask::Most));
     assert_eq!(
-        extreme_note(Language::En, Shape::Lines, "backups.txt", Ask::Least, None, "db-2026-11-09.tar.gz", 5),
-        "(Of the 5 lines of `backups.txt`, the earliest by the date the task compares is: db-2026-11-09.tar.gz)"
+        extreme_note(Language::En, Shape::Lines, "vault.txt", Ask::Least, None, "vault-2025-03-02.tgz", 5),
+        "(Of the 5 lines of `vault.txt`, the earliest by the date the task compares is: vault-2025-03-02.tgz)"
     );
     let calls = [call(
         "file_read",
-        r#"{"path":"backups.txt"}"#,
+        r#"{"path":"vault.txt"}"#,
         ToolStatus::Success,
-        "db-2026-11-20.tar.gz\ndb-2026-11-14.tar.gz\ndb-2026-11-27.tar.gz\ndb-2026-11-09.tar.gz\ndb-2026-11-25.tar.gz\n",
+        "vault-2025-03-21.tgz\nvault-2025-03-08.tgz\nvault-2025-03-30.tgz\nvault-2025-03-02.tgz\nvault-2025-03-17.tgz\n",
     )];
-    assert!(applies("Which backup in backups.txt is the oldest?", &calls), "the least of lines is picked too");
+    assert!(applies("Which snapshot in vault.txt is the oldest?", &calls), "the least of lines is picked too");
     // Which lines of a file read whole: its lines are what it lists (the 1.5B model named the
     // tasks due after the date beside those due before it).
-    assert!(applies("Which backups in backups.txt are from November?", &calls), "which over a file's lines");
+    assert!(applies("Which snapshots in vault.txt are from March?", &calls), "which over a file's lines");
     let listed = [call(
         "shell",
         r#"{"command":"git log -1 --stat"}"#,
         ToolStatus::Success,
         "commit 1fa4d284c8cd\nAuthor: A <a@x>\nDate: Mon\n\n    Add settings\n\n settings.toml | 1 +\n",
     )];
-    assert!(!applies("Which files were changed in the latest commit?", &listed), "a command's output is not a list");
+    assert!(!applies("Which files did the newest commit touch?", &listed), "a command's output is not a list");
     let weekly = "# Week 47\n## Done\n- WeChat Pay live\n- export fixed\n## Next\n- search speed\n";
     let sections = [call("file_read", r#"{"path":"weekly.md"}"#, ToolStatus::Success, weekly)];
     assert!(!applies("Which tasks were done this week?", &sections), "a document of sections is not a list");
@@ -341,29 +341,29 @@ fn the_earliest_of_dates_is_named_without_the_engines_number() {
 
 #[test]
 fn a_question_for_the_last_of_something_is_told_from_spans_and_conditions() {
-    assert_eq!(ask_of("What was the last error in logs/app.log?"), Some(Ask::Last));
+    assert_eq!(ask_of("What was the latest error in worker.log?"), Some(Ask::Last));
     assert_eq!(ask_of("When was the latest deploy according to deploys.log?"), Some(Ask::Last));
     assert_eq!(ask_of("What errors happened in the last 24 hours?"), None);
-    assert_eq!(ask_of("What changed in the last commit?"), None);
+    assert_eq!(ask_of("What did the last commit change?"), None);
     assert_eq!(ask_of("What is on the last line of disk.log?"), None);
-    assert_eq!(ask_of("If the last backup did not finish, tell me when it failed and why."), None);
-    assert_eq!(ask_of("Check the latest build at http://x/api/build.json and tell me whether it passed."), None);
+    assert_eq!(ask_of("If the last sync did not complete, say when it broke and why."), None);
+    assert_eq!(ask_of("Look at the latest build at http://x/api/build.json: say whether it passed."), None);
     assert_eq!(
-        last_note(Language::En, Shape::Lines, "logs/app.log", 2, "09:12 ERROR upstream timeout"),
-        "(The data above shows only the 2 lines of `logs/app.log` that the task asks about. The last of them is: 09:12 ERROR upstream timeout)"
+        last_note(Language::En, Shape::Lines, "logs/app.log", 2, "09:12 ERROR queue full"),
+        "(The data above shows only the 2 lines of `logs/app.log` that the task asks about. The last of them is: 09:12 ERROR queue full)"
     );
 }
 
 #[test]
 fn an_average_a_first_to_come_and_a_chinese_amount_are_asked_by_their_words() {
-    assert_eq!(ask_of("What is the average response time in latency.log?"), Some(Ask::Average));
+    assert_eq!(ask_of("What's the average reply time in timing.log?"), Some(Ask::Average));
     assert_eq!(ask_of("latency.log 里的平均响应时间是多少？"), Some(Ask::Average));
     assert_eq!(ask_of("Which endpoint has the highest average latency?"), Some(Ask::Most), "a superlative first");
-    assert_eq!(ask_of("Which certificate in certs.txt expires first, and in how many days?"), Some(Ask::Least));
+    assert_eq!(ask_of("Which domain in domains.txt runs out soonest, and how many days are left?"), Some(Ask::Least));
     assert_eq!(ask_of("What is due next in tasks.csv?"), Some(Ask::Least));
     assert_eq!(ask_of("哪个证书最先过期？"), Some(Ask::Least));
     assert_eq!(ask_of("Which task did you do first?"), None, "nothing that falls due");
-    assert_eq!(ask_of("sales.csv 里 north 地区的销售额一共是多少？"), Some(Ask::Total));
+    assert_eq!(ask_of("revenue.csv 里 east 区域的营业额一共是多少？"), Some(Ask::Total));
     assert_eq!(ask_of("orders.csv 里一共有多少个订单？"), Some(Ask::Count), "a number of orders is a count");
 }
 
@@ -384,7 +384,7 @@ fn the_mean_and_its_note() {
 #[test]
 fn the_days_to_a_date_picked_are_told_where_the_task_asks_for_them() {
     let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 28).unwrap();
-    let task = "Which certificate in certs.txt expires first, and in how many days?";
+    let task = "Which domain in domains.txt runs out soonest, and how many days are left?";
     assert_eq!(
         dates::days_note(Language::En, task, 20261205000000.0, today).as_deref(),
         Some("(2026-12-05 is 7 days after today, 2026-11-28.)")
@@ -402,9 +402,9 @@ fn the_first_or_the_last_in_time_is_picked_where_each_record_holds_one_date() {
         .iter()
         .map(|l| l.to_string())
         .collect();
-    assert_eq!(dates::by_time("Which certificate expires first?", &lines, false), Some((0, 20261205000000.0)));
+    assert_eq!(dates::by_time("Which cert expires first?", &lines, false), Some((0, 20261205000000.0)));
     assert_eq!(dates::by_time("Which one expires last, the newest?", &lines, true), Some((1, 20270301000000.0)));
-    assert_eq!(dates::by_time("Which has the least free memory?", &lines, false), None, "not a pick in time");
+    assert_eq!(dates::by_time("Which has the least spare disk?", &lines, false), None, "not a pick in time");
     let two = vec!["a 2026-01-01 to 2026-02-01".to_string(), "b 2026-03-01 to 2026-04-01".to_string()];
     assert_eq!(dates::by_time("Which started first?", &two, false), None, "two dates in a record");
     let undated = vec!["a 2026-01-01".to_string(), "b none".to_string()];
@@ -421,10 +421,10 @@ fn lines_that_begin_alike_are_records_to_count_even_when_few() {
 
 #[test]
 fn the_slowest_of_durations_is_the_most_time() {
-    let text = "GET /api/users 120ms\nGET /api/orders 340ms\nPOST /api/checkout 1250ms\n";
+    let text = "GET /v2/items 95ms\nGET /v2/carts 410ms\nPOST /v2/pay 1480ms\n";
     let lines = Records::of_lines_from(text, 3, true).unwrap();
-    assert_eq!(phrase::by_duration("Which endpoint was the slowest?", &lines), Some(Ask::Most));
-    assert_eq!(phrase::by_duration("Which endpoint was the fastest?", &lines), Some(Ask::Least));
+    assert_eq!(phrase::by_duration("Which route was the slowest?", &lines), Some(Ask::Most));
+    assert_eq!(phrase::by_duration("Which route was the fastest?", &lines), Some(Ask::Least));
     let csv = Records::of_lines_from("runner,latency_ms\na,120\nb,80\nc,300\n", 3, true).unwrap();
     assert_eq!(phrase::by_duration("哪个最慢？", &csv), Some(Ask::Most));
     let speeds = Records::of_lines_from("car a 120 km/h\ncar b 90 km/h\ncar c 150 km/h\n", 3, true).unwrap();

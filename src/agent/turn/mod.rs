@@ -258,7 +258,7 @@ impl Agent {
                     Some((n, note)) if !silent && !answers_payload => {
                         let answer =
                             self.counted_answer(n, note, &request.messages, &content, answer, &mut stats).await;
-                        // And one the task compares with the last check's (`since_last.rs`).
+                        // And one the task weighs against the last check's (`since_last.rs`).
                         let memory = super::since_last::memory_before_stores(&remembered, &calls_made);
                         self.since_last_answer(message, n, &memory, &request.messages, &content, answer, &mut stats)
                             .await

@@ -174,7 +174,7 @@ async fn a_flush_as_the_daemon_stops_fires_every_waiting_change_as_the_file_is()
     fs::remove_file(&gone).unwrap();
     d.flush(false);
     assert!(rx.try_recv().is_err(), "the debounce has not passed");
-    // Before the debounce, with a size that changed since the event: it fires all the same.
+    // Before the debounce, with a size that differs from the one at the event: it fires all the same.
     d.flush(true);
     let fired = rx.try_recv().unwrap();
     assert_eq!(plain(fired.clone()), fire("r", "inbox/a", FileEvent::Create));

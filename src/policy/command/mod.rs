@@ -159,7 +159,7 @@ pub fn explain(line: &str, refusal: &CommandRefusal) -> String {
         (true, Some(one)) => format!("{reason}; {ONE_COMMAND}`{one}`"),
         (true, None) => {
             format!(
-                "{reason}; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
+                "{reason}; to count the lines that match use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
             )
         }
         _ => match refusal {

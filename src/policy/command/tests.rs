@@ -650,10 +650,10 @@ fn a_pipe_into_wc_is_refused_with_the_way_to_count_in_one_command() {
         "`|` pipes into a second command; run one command per shell call; this counts in one command: `grep -c '404' logs/access.log`"
     );
     assert!(explained("grep -i error app.log|wc -l").ends_with("`grep -c -i error app.log`"));
-    assert!(explained("cat data/customers.csv | wc -l").ends_with("`wc -l data/customers.csv`"));
+    assert!(explained("cat data/clients.csv | wc -l").ends_with("`wc -l data/clients.csv`"));
     assert_eq!(
         explained("sort -u ips.txt | wc -l"),
-        "`|` pipes into a second command; run one command per shell call; to count matching lines use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
+        "`|` pipes into a second command; run one command per shell call; to count the lines that match use `grep -c PATTERN FILE`, to count a file's lines `wc -l FILE`"
     );
     assert!(explained("grep x a | wc -w").ends_with("`wc -l FILE`"), "only a line count has the rewrite");
     assert_eq!(

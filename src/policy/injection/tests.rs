@@ -56,7 +56,7 @@ fn benign_text_passes() {
         "nginx can act as a reverse proxy for the API.",
         "You are now logged in as admin.",
         "From now on you can use the new dashboard.",
-        "From now on, you must use two-factor authentication to sign in.",
+        "From now on, you must sign in with a one-time code.",
         "<!-- prettier-ignore -->\n| a | b |\n<!-- Google Tag Manager -->",
         "Family: 👨\u{200D}👩\u{200D}👧 and England 🏴\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}",
         "\u{FEFF}name,age\nbob,3\n",

@@ -58,7 +58,7 @@ async fn a_run_that_ends_on_a_full_disk_is_recorded_once_space_is_back() {
     mock.wait_for_requests(1).await;
     let filler = disk.fill();
     running.wait_for_stderr("the retried end", |l| l.contains("Cannot record the end of the run")).await;
-    assert!(running.stderr().contains("the disk holding the data folder is full"), "{}", running.stderr());
+    assert!(running.stderr().contains("the data folder's disk is full"), "{}", running.stderr());
     std::fs::remove_file(&filler).unwrap();
     let out = running.finish(Duration::from_secs(60)).await;
     out.success();
