@@ -10,6 +10,7 @@ mod config_cli;
 mod daemon_process;
 mod daemon_schedule;
 mod eval;
+mod eval_literals;
 mod examples;
 mod faults;
 mod grounding;
