@@ -1,6 +1,5 @@
 //! The tables of `list`, `history`, `cluster`, `skills` and `eval` ([`comfy_table`]): left-aligned
-//! columns two spaces apart, fitted to the terminal's width (or to `$COLUMNS` when stdout is not
-//! a terminal), a cell that does not fit cut with `…`; statuses coloured where colour is on.
+//! columns two spaces apart, fitted to the terminal's width (or to `$COLUMNS`), a cell that does not fit cut with `…`; statuses coloured where colour is on.
 
 use std::io::IsTerminal;
 
@@ -16,11 +15,9 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     if crate::app::style::stdout_coloured() {
         t.enforce_styling();
     }
-    if !std::io::stdout().is_terminal() {
-        t.force_no_tty();
-        if let Some(width) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<u16>().ok()) {
-            t.set_width(width);
-        }
+    t.force_no_tty();
+    if let Some(width) = width() {
+        t.set_width(width);
     }
     let coloured: Vec<bool> = header.iter().map(|h| h.ends_with("STATUS") || *h == "ENABLED").collect();
     for row in rows {
@@ -39,6 +36,19 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         column.set_padding((0, 2));
     }
     t.lines().map(|l| l.trim_end().to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// The width to fit: the terminal's, else `$COLUMNS`, else none. A terminal that reports no
+/// usable width (a pseudo-terminal nobody sized) counts as none.
+fn width() -> Option<u16> {
+    const NARROWEST: u16 = 20;
+    let terminal = std::io::stdout()
+        .is_terminal()
+        .then(|| terminal_size::terminal_size_of(std::io::stdout()))
+        .flatten()
+        .map(|(terminal_size::Width(w), _)| w);
+    let columns = || std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<u16>().ok());
+    terminal.filter(|w| *w >= NARROWEST).or_else(columns).filter(|w| *w >= NARROWEST)
 }
 
 /// The table's colour for one of [`crate::app::style::colour_of`].

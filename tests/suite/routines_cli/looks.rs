@@ -101,6 +101,29 @@ async fn colour_only_when_asked_or_on_a_terminal_and_never_with_no_color() {
     o.code(2);
 }
 
+/// On a terminal (the pseudo-terminal of `script`), `run` shows a spinner with the time spent
+/// above which the tool lines print, clears it, and colours its last line; a table fits the
+/// terminal's width.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_a_run_shows_a_spinner_and_colour() {
+    let mock = mock().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/daily.yaml", DAILY);
+    // A reply slow enough for the spinner, which ticks every 120 ms, to be drawn.
+    mock.push(text("Done.").with_delay(std::time::Duration::from_millis(800)));
+    let line = format!("stty cols 60 rows 20; {0} run daily; {0} history --color never", Routines::binary());
+    let o = p.program("script").args(["-qec", &line, "/dev/null"]).env("TERM", "xterm-256color").run_async().await;
+    o.success();
+    let screen = &o.stdout;
+    assert!(screen.contains(" running daily... 0s"), "{screen}");
+    assert!(screen.contains("\r\u{1b}[2K"), "the spinner is redrawn in place: {screen}");
+    assert!(screen.contains("Done.\r\n"), "{screen}");
+    assert!(screen.contains("run 1: \u{1b}[32msucceeded\u{1b}[0m in "), "{screen}");
+    let table: Vec<&str> = screen.lines().skip_while(|l| !l.contains("RUN")).collect();
+    assert!(table.len() == 2 && table.iter().all(|l| l.chars().count() <= 60), "{table:?}");
+    assert!(table[1].contains('…'), "{table:?}");
+}
+
 #[test]
 fn durations_are_accepted_as_people_write_them() {
     let p = Routines::offline();
