@@ -95,7 +95,7 @@ fn init_logging(verbose: u8, quiet: bool, json: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Every log line passes through the process's secrets (filled as the config and routines
     // are read), whatever model or provider text it carries.
-    let stderr = routines::policy::secrets::Redacting::new(std::io::stderr, routines::policy::Redactor::process());
+    let stderr = routines::policy::secrets::Redacting::new(app::spinner::stderr, routines::policy::Redactor::process());
     let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(stderr).with_target(false);
     if json {
         fmt.json().with_current_span(false).with_span_list(false).init();

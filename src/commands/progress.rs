@@ -29,6 +29,7 @@ impl Progress {
         spinner.set_style(style);
         spinner.set_message(line);
         spinner.enable_steady_tick(Duration::from_millis(120));
+        crate::app::spinner::show(&spinner);
         Progress { spinner: Some(spinner) }
     }
 
@@ -50,6 +51,7 @@ impl Progress {
             }
         }
         if let Some(s) = self.spinner {
+            crate::app::spinner::hide();
             s.finish_and_clear();
         }
     }

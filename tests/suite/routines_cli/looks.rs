@@ -108,15 +108,21 @@ async fn colour_only_when_asked_or_on_a_terminal_and_never_with_no_color() {
 async fn on_a_terminal_a_run_shows_a_spinner_and_colour() {
     let mock = mock().await;
     let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/daily.yaml", DAILY);
-    // A reply slow enough for the spinner, which ticks every 120 ms, to be drawn.
-    mock.push(text("Done.").with_delay(std::time::Duration::from_millis(800)));
+    p.write("routines/daily.yaml", &format!("{DAILY}retry: {{ attempts: 2, backoff: 1s }}\n"));
+    // Replies slow enough for the spinner, which ticks every 120 ms, to be drawn; the first
+    // fails, and the attempt's failure is logged while the spinner turns.
+    let slow = std::time::Duration::from_millis(400);
+    mock.push_all([error(500, "boom").with_delay(slow), text("Done.").with_delay(slow)]);
     let line = format!("stty cols 60 rows 20; {0} run daily; {0} history --color never", Routines::binary());
     let o = p.program("script").args(["-qec", &line, "/dev/null"]).env("TERM", "xterm-256color").run_async().await;
     o.success();
     let screen = &o.stdout;
     assert!(screen.contains(" running daily... 0s"), "{screen}");
     assert!(screen.contains("\r\u{1b}[2K"), "the spinner is redrawn in place: {screen}");
+    // A log line takes the spinner away first: never on the spinner's line.
+    let logs: Vec<&str> = screen.split(['\r', '\n']).filter(|l| l.contains("WARN")).collect();
+    assert!(!logs.is_empty(), "{screen}");
+    assert!(logs.iter().all(|l| !l.contains("running daily...")), "{logs:?}");
     assert!(screen.contains("Done.\r\n"), "{screen}");
     assert!(screen.contains("run 1: \u{1b}[32msucceeded\u{1b}[0m in "), "{screen}");
     let table: Vec<&str> = screen.lines().skip_while(|l| !l.contains("RUN")).collect();
