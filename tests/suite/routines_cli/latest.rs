@@ -46,6 +46,10 @@ async fn history_of_an_unknown_name_is_a_usage_error_but_a_removed_routine_keeps
 
     let o = p.run_async(["history", "dialy"]).await;
     o.code(2).stdout_is("").stderr_is("error: no routine named `dialy`; did you mean `daily`?\n");
+    for command in ["run", "next", "pause", "resume", "show"] {
+        let o = p.run_async([command, "dialy"]).await;
+        o.code(2).stderr_is("error: no routine named `dialy`; did you mean `daily`?\n");
+    }
     let o = p.run_async(["history", "nosuch", "--json"]).await;
     o.code(2).stderr_is("error: no routine named `nosuch`; routines: daily, old\n");
     // A routine without runs yet is known by its file.
