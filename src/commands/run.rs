@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use routines::config::Config;
-use routines::engine::{EngineError, RunOptions, ensure_enabled};
+use routines::engine::{DeliveryReport, EngineError, RunOptions, RunReport, ensure_enabled};
 use routines::routine::{HandData, Routine, TriggerContext, by_hand};
-use routines::store::{DeliveryStatus, RunStatus};
+use routines::store::{DeliveryStatus, RunRow, RunStatus};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -50,7 +50,52 @@ pub async fn run(config: Config, name: &str, given: Given) -> Result<(), Error> 
     let _ = printer.await;
     let report = result?;
 
-    for d in &report.deliveries {
+    say_deliveries(&report.deliveries);
+    if given.json {
+        print_json(&json!({
+            "run_id": report.run_id,
+            "routine": report.routine,
+            "status": report.status.as_str(),
+            "output": report.output,
+            "error": report.error,
+            "deliveries": report.deliveries,
+        }))?;
+    } else if let Some(out) = &report.output {
+        if report.status == RunStatus::Succeeded {
+            outln!("{}", out.trim_end())?;
+        }
+    }
+    let row = store.get_run(report.run_id)?;
+    last_line(report, row.as_ref())
+}
+
+/// The last line on stderr: how the run ended, how long it took and what it cost; and the
+/// run's end as the command's.
+fn last_line(report: RunReport, row: Option<&RunRow>) -> Result<(), Error> {
+    let ended = |status: RunStatus, note: &str| {
+        let stats = row.map(summary).unwrap_or_default();
+        anstream::eprintln!("run {}: {}{stats}{note}", report.run_id, style::status(status.as_str(), status.as_str()));
+    };
+    match report.status {
+        RunStatus::Succeeded => {
+            ended(report.status, "");
+            Ok(())
+        }
+        RunStatus::Silent => {
+            ended(report.status, " (nothing to report; nothing delivered)");
+            Ok(())
+        }
+        RunStatus::Skipped => Err(Error::Skipped { why: report.error.unwrap_or_else(|| "the run was skipped".into()) }),
+        status => {
+            ended(status, "");
+            Err(Error::RunFailed { run_id: report.run_id, status, error: report.error })
+        }
+    }
+}
+
+/// A line on stderr per delivery: where it went, or why it did not.
+fn say_deliveries(deliveries: &[DeliveryReport]) {
+    for d in deliveries {
         match d.status {
             DeliveryStatus::Delivered if d.in_outbox => {
                 anstream::eprintln!("  mail to {} queued in the outbox (no SMTP configured)", d.target)
@@ -69,41 +114,6 @@ pub async fn run(config: Config, name: &str, given: Given) -> Result<(), Error> 
                 style::status("failed", "failed"),
                 d.error.as_deref().unwrap_or("unknown error")
             ),
-        }
-    }
-    if given.json {
-        print_json(&json!({
-            "run_id": report.run_id,
-            "routine": report.routine,
-            "status": report.status.as_str(),
-            "output": report.output,
-            "error": report.error,
-            "deliveries": report.deliveries,
-        }))?;
-    } else if let Some(out) = &report.output {
-        if report.status == RunStatus::Succeeded {
-            outln!("{}", out.trim_end())?;
-        }
-    }
-    // The last line: how it ended, how long it took, what it cost.
-    let row = store.get_run(report.run_id)?;
-    let ended = |status: RunStatus, note: &str| {
-        let stats = row.as_ref().map(summary).unwrap_or_default();
-        anstream::eprintln!("run {}: {}{stats}{note}", report.run_id, style::status(status.as_str(), status.as_str()));
-    };
-    match report.status {
-        RunStatus::Succeeded => {
-            ended(report.status, "");
-            Ok(())
-        }
-        RunStatus::Silent => {
-            ended(report.status, " (nothing to report; nothing delivered)");
-            Ok(())
-        }
-        RunStatus::Skipped => Err(Error::Skipped { why: report.error.unwrap_or_else(|| "the run was skipped".into()) }),
-        status => {
-            ended(status, "");
-            Err(Error::RunFailed { run_id: report.run_id, status, error: report.error })
         }
     }
 }
