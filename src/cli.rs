@@ -22,6 +22,10 @@ pub struct Cli {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
+    /// Colour in the output: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -57,6 +61,13 @@ pub enum Command {
         /// A template variable, added to the routine's `vars` (repeatable).
         #[arg(long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
         vars: Vec<(String, String)>,
+        /// The trigger's body (`trigger.body`, and `trigger.json` when it is JSON) from FILE,
+        /// or from stdin with `-`: what a webhook request or a file event would bring.
+        #[arg(long, value_name = "FILE|-")]
+        body: Option<PathBuf>,
+        /// A request header for `trigger.headers` (repeatable), e.g. `--header 'X-Event: push'`.
+        #[arg(long = "header", value_name = "NAME:VALUE", value_parser = parse_header)]
+        headers: Vec<(String, String)>,
         /// Run, but deliver nothing.
         #[arg(long)]
         no_deliver: bool,
@@ -107,7 +118,9 @@ pub enum Command {
     },
     /// One run: trigger, prompt, every model and tool call, output, deliveries, tokens.
     Show {
-        run_id: i64,
+        /// A run id, `last` (the newest run) or a routine name (its newest run).
+        #[arg(value_name = "RUN_ID|last|NAME", add = ArgValueCandidates::new(routine_names))]
+        run: String,
         #[arg(long)]
         json: bool,
     },
@@ -176,6 +189,15 @@ pub enum LogFormat {
     Json,
 }
 
+/// When to colour the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    Always,
+    Never,
+}
+
 /// The shells `completions` writes for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Shell {
@@ -205,4 +227,21 @@ fn parse_var(s: &str) -> Result<(String, String), VarError> {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(VarError(s.to_string())),
     }
+}
+
+/// A `--header` that is not `NAME:VALUE`; clap reports it as bad usage (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}` is not NAME:VALUE; write e.g. --header 'X-Event: push'")]
+pub struct HeaderError(String);
+
+fn parse_header(s: &str) -> Result<(String, String), HeaderError> {
+    match s.split_once(':') {
+        Some((k, v)) if is_header_name(k.trim()) => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(HeaderError(s.to_string())),
+    }
+}
+
+/// A header name as HTTP allows it: letters, digits and `!#$%&'*+-.^_`|~`.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }

@@ -24,6 +24,11 @@ fn main() -> ExitCode {
         .var(commands::completions::COMPLETE_VAR)
         .complete();
     let cli = Cli::parse();
+    app::style::choose(match cli.color {
+        cli::ColorChoice::Auto => anstream::ColorChoice::Auto,
+        cli::ColorChoice::Always => anstream::ColorChoice::Always,
+        cli::ColorChoice::Never => anstream::ColorChoice::Never,
+    });
     let json_logs = matches!(cli.command, Command::Daemon { log_format: cli::LogFormat::Json });
     init_logging(cli.verbose, cli.quiet, json_logs);
     routines::daemon::use_json_logs(json_logs);
@@ -57,9 +62,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::History { name, limit, status, json } => {
             commands::inspect::history(&config()?, name.as_deref(), limit, status.as_deref(), json)
         }
-        Command::Show { run_id, json } => commands::inspect::show(&config()?, run_id, json),
-        Command::Run { name, vars, no_deliver, dry_run, json } => {
-            commands::run::run(config()?, &name, vars, no_deliver, dry_run, json).await
+        Command::Show { run, json } => commands::inspect::show(&config()?, &run, json),
+        Command::Run { name, vars, body, headers, no_deliver, dry_run, json } => {
+            let given = commands::run::Given { vars, body, headers, no_deliver, dry_run, json };
+            commands::run::run(config()?, &name, given).await
         }
         Command::Deliver { retry: _, uncertain, json } => commands::deliver::retry(&config()?, uncertain, json).await,
         Command::Chat => chat::run(config()?).await,
@@ -89,7 +95,7 @@ fn init_logging(verbose: u8, quiet: bool, json: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Every log line passes through the process's secrets (filled as the config and routines
     // are read), whatever model or provider text it carries.
-    let stderr = routines::policy::secrets::Redacting::new(std::io::stderr, routines::policy::Redactor::process());
+    let stderr = routines::policy::secrets::Redacting::new(app::spinner::stderr, routines::policy::Redactor::process());
     let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(stderr).with_target(false);
     if json {
         fmt.json().with_current_span(false).with_span_list(false).init();

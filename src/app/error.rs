@@ -73,6 +73,19 @@ pub enum Error {
     /// `show` with an id no run has.
     #[error("no run with id {0}; see `routines history`")]
     NoRun(i64),
+    /// `show last` with no run at all, or `show NAME` of a routine that has none.
+    #[error("{}", match routine {
+        Some(name) => format!("routine `{name}` has no runs yet; run it with `routines run {name}`"),
+        None => "no runs yet".to_string(),
+    })]
+    NoRuns { routine: Option<String> },
+    /// `run --body FILE` with a file that cannot be read.
+    #[error("cannot read the body {}: {source}", path.display())]
+    Body {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// `validate` found problems (printed on stdout, one per location).
     #[error(
         "{count} problem{plural} found{warned}",
@@ -159,6 +172,8 @@ impl Error {
             | Error::InvalidRoutine { .. }
             | Error::UnknownStatus(_)
             | Error::NoRun(_)
+            | Error::NoRuns { .. }
+            | Error::Body { .. }
             | Error::NoCluster(..)
             | Error::Problems { .. }
             | Error::Suite(_) => 2,
@@ -186,6 +201,7 @@ impl Error {
             Error::Setup(SetupError::Workspace(PathError::Workspace { .. })) => {
                 Some("set `workspace` in routines.yaml to a folder that exists".into())
             }
+            Error::Body { .. } => Some("give a file that exists, or `-` to read the body from stdin".into()),
             _ => None,
         }
     }

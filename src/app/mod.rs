@@ -6,6 +6,8 @@ pub mod complete;
 mod error;
 #[macro_use]
 pub mod out;
+pub mod spinner;
+pub mod style;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,6 +4,9 @@
 //!
 //! `println!` panics on a closed pipe because Rust ignores SIGPIPE; restoring the signal's
 //! default would instead let a child's closed pipe kill the engine in the middle of a run.
+//!
+//! The text passes through an [`anstream`] stream, which removes colour where there should be
+//! none ([`super::style`]).
 
 use std::io::{self, Write};
 
@@ -11,14 +14,14 @@ use super::Error;
 
 /// Writes `text` and a newline to stdout (see the module's note on closed pipes).
 pub fn line(text: std::fmt::Arguments<'_>) -> Result<(), Error> {
-    let mut out = io::stdout().lock();
+    let mut out = anstream::stdout().lock();
     let written = out.write_fmt(text).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
     settle(written)
 }
 
 /// Writes `text` to stdout as it is, without a newline.
 pub fn text(text: std::fmt::Arguments<'_>) -> Result<(), Error> {
-    let mut out = io::stdout().lock();
+    let mut out = anstream::stdout().lock();
     let written = out.write_fmt(text).and_then(|()| out.flush());
     settle(written)
 }

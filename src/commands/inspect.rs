@@ -1,13 +1,16 @@
 //! `list`, `next`, `history`, `show`: reading routines and run history.
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
 use routines::config::Config;
 use routines::routine::schedule::next_fires;
-use routines::store::{RunFilter, RunRow, RunStatus};
+use routines::routine::{LoadedRoutines, fired_by};
+use routines::status::format::first_line;
+use routines::store::{RunFilter, RunRow, RunStatus, Store};
 use serde_json::{Value, json};
 
-use super::{find, print_json, table};
-use crate::app::{Error, open_store, routines};
+use super::{find, print_json, progress, recorded, table};
+use crate::app::{Error, open_store, routines, style};
 
 fn ts<Tz: chrono::TimeZone>(t: &DateTime<Tz>) -> String
 where
@@ -93,7 +96,7 @@ pub fn next(config: &Config, name: &str, n: usize, json_out: bool) -> Result<(),
     Ok(())
 }
 
-/// A run as `history --json` shows it; times in the engine's zone.
+/// A run as `history --json` shows it; times in the engine's zone, with what it took and cost.
 fn run_json(r: &RunRow, tz: &chrono_tz::Tz) -> Value {
     let local = |t: &DateTime<Utc>| ts(&t.with_timezone(tz));
     json!({
@@ -105,7 +108,17 @@ fn run_json(r: &RunRow, tz: &chrono_tz::Tz) -> Value {
         "started_at": r.started_at.as_ref().map(local),
         "finished_at": r.finished_at.as_ref().map(local),
         "error": r.error,
+        "duration_ms": took(r).map(|d| d.num_milliseconds()),
+        "model_calls": r.iterations,
+        "tokens": r.prompt_tokens + r.completion_tokens,
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
     })
+}
+
+/// How long a finished run took.
+fn took(r: &RunRow) -> Option<chrono::TimeDelta> {
+    Some(r.finished_at? - r.started_at?)
 }
 
 pub fn history(
@@ -120,6 +133,10 @@ pub fn history(
         Some(s) => Some(s.parse::<RunStatus>().map_err(|_| Error::UnknownStatus(s.into()))?),
     };
     let store = open_store(config)?;
+    let loaded = routines(config);
+    if let Some(name) = name {
+        recorded(&loaded, &store, name)?;
+    }
     let runs = store.list_runs(&RunFilter { routine: name, status, limit })?;
     if json_out {
         print_json(&Value::Array(runs.iter().map(|r| run_json(r, &config.timezone)).collect()))?;
@@ -132,21 +149,14 @@ pub fn history(
     let rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            let duration = match (r.started_at, r.finished_at) {
-                (Some(a), Some(b)) => format!("{:.1}s", (b - a).num_milliseconds() as f64 / 1000.0),
-                _ => "-".into(),
-            };
             vec![
                 r.id.to_string(),
                 r.routine.clone().unwrap_or_default(),
                 r.status.as_str().into(),
                 r.trigger.clone(),
-                r.started_at.map_or_else(
-                    || "-".into(),
-                    |t| t.with_timezone(&config.timezone).format("%Y-%m-%d %H:%M:%S").to_string(),
-                ),
-                duration,
-                r.error.clone().unwrap_or_default().lines().next().unwrap_or("").chars().take(60).collect(),
+                r.started_at.map_or_else(|| "-".into(), |t| zoned(t, zone_of(config, &loaded, r))),
+                took(r).map_or_else(|| "-".into(), |d| progress::took(d.to_std().unwrap_or_default())),
+                first_line(r.error.as_deref().unwrap_or(""), ERROR_WIDTH),
             ]
         })
         .collect();
@@ -154,8 +164,49 @@ pub fn history(
     Ok(())
 }
 
-pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
+/// The most of an error's first line that `history` shows; a longer one ends with `…`.
+const ERROR_WIDTH: usize = 60;
+
+/// The zone a run's times are shown in: its routine's, the engine's for a heartbeat or a
+/// greeting, UTC for a routine whose file is gone.
+fn zone_of(config: &Config, loaded: &LoadedRoutines, r: &RunRow) -> Tz {
+    match &r.routine {
+        Some(name) => loaded.get(name).map_or(Tz::UTC, |routine| routine.zone),
+        None => config.timezone,
+    }
+}
+
+/// `t` in `zone`, with the zone shown: `2026-12-01 09:00:00 CET`, `2026-12-01 08:00:00 UTC`.
+fn zoned(t: DateTime<Utc>, zone: Tz) -> String {
+    t.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S %Z").to_string()
+}
+
+/// The run `what` names: a run id, `last` (the newest run) or a routine's name (its newest run).
+fn pick(config: &Config, store: &Store, what: &str) -> Result<i64, Error> {
+    if let Ok(id) = what.parse::<i64>() {
+        return Ok(id);
+    }
+    let routine = if what == "last" {
+        None
+    } else {
+        recorded(&routines(config), store, what)?;
+        Some(what)
+    };
+    let newest = store.list_runs(&RunFilter { routine, status: None, limit: 1 })?;
+    newest.first().map(|r| r.id).ok_or_else(|| Error::NoRuns { routine: routine.map(str::to_string) })
+}
+
+/// A tool call's arguments as JSON when they parse, else as the text recorded.
+fn arguments(text: Option<&str>) -> Value {
+    match text {
+        None => Value::Null,
+        Some(t) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_string())),
+    }
+}
+
+pub fn show(config: &Config, what: &str, json_out: bool) -> Result<(), Error> {
     let store = open_store(config)?;
+    let run_id = pick(config, &store, what)?;
     let Some(run) = store.get_run(run_id)? else {
         return Err(Error::NoRun(run_id));
     };
@@ -179,7 +230,7 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
                 .map(|e| {
                     json!({
                         "seq": e.seq, "at": ts(&e.at.with_timezone(&config.timezone)), "kind": e.kind, "tool": e.tool, "status": e.status,
-                        "arguments": e.arguments, "detail": e.detail, "prompt_tokens": e.prompt_tokens,
+                        "arguments": arguments(e.arguments.as_deref()), "detail": e.detail, "prompt_tokens": e.prompt_tokens,
                         "completion_tokens": e.completion_tokens, "duration_ms": e.duration_ms,
                     })
                 })
@@ -198,8 +249,14 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
     let when = |t: Option<DateTime<Utc>>| {
         t.map_or_else(|| "-".into(), |t| t.with_timezone(tz).format("%Y-%m-%d %H:%M:%S %:z").to_string())
     };
-    outln!("run {}  {}  {}", run.id, run.routine.as_deref().unwrap_or(run.kind.as_str()), run.status.as_str())?;
-    outln!("trigger:   {} (attempt {})", run.trigger, detail.attempt)?;
+    let status = run.status.as_str();
+    outln!(
+        "run {}  {}  {}",
+        run.id,
+        run.routine.as_deref().unwrap_or(run.kind.as_str()),
+        style::status(status, status)
+    )?;
+    outln!("trigger:   {}, attempt {}", fired_by(&run.trigger), detail.attempt)?;
     for earlier in &detail.earlier_attempts {
         outln!("earlier:   {earlier}")?;
     }
@@ -240,7 +297,8 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
         outln!("\ndeliveries:")?;
         for d in &deliveries {
             let err = d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default();
-            outln!("  {} {}  {}{}", d.kind, d.target, d.status.as_str(), err)?;
+            let status = d.status.as_str();
+            outln!("  {} {}  {}{}", d.kind, d.target, style::status(status, status), err)?;
         }
     }
     if let Some(o) = &run.output {
@@ -254,13 +312,4 @@ pub fn show(config: &Config, run_id: i64, json_out: bool) -> Result<(), Error> {
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
-}
-
-fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or("");
-    if line.chars().count() > max {
-        format!("{}…", line.chars().take(max).collect::<String>())
-    } else {
-        line.to_string()
-    }
 }

@@ -1,4 +1,5 @@
-//! Human durations as written in YAML: `90s`, `10m`, `2h`, `1d`, `1h30m`, `500ms`.
+//! Human durations as written in YAML: `90s`, `10m`, `10min`, `2h`, `1h 30m`, `5 minutes`,
+//! `2 days`, `500ms`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -22,17 +23,40 @@ impl Duration {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration `{input}`: {reason}; write a number with a unit, e.g. 90s, 10m, 2h, 1d or 1h30m")]
+#[error("invalid duration `{input}`: {reason}; write a number with a unit, e.g. 90s, 10m, 10min, 2h, 1h 30m or 2 days")]
 pub struct DurationError {
     input: String,
-    reason: &'static str,
+    reason: String,
+}
+
+/// The units a duration may use, each with its length in milliseconds: the short forms
+/// (`ms`, `s`, `m`, `h`, `d`, `w`) and the words people write (`min`, `minutes`, `hrs`, `days`).
+const UNITS: [(&[&str], u128); 6] = [
+    (&["ms", "msec", "msecs", "millisecond", "milliseconds"], 1),
+    (&["s", "sec", "secs", "second", "seconds"], 1_000),
+    (&["m", "min", "mins", "minute", "minutes"], 60_000),
+    (&["h", "hr", "hrs", "hour", "hours"], 3_600_000),
+    (&["d", "day", "days"], 86_400_000),
+    (&["w", "wk", "wks", "week", "weeks"], 604_800_000),
+];
+
+/// The length in milliseconds of `unit`, matched without regard to case except `M`, which
+/// some tools read as months.
+fn unit_millis(unit: &str) -> Option<u128> {
+    if unit == "M" {
+        return None;
+    }
+    let unit = unit.to_ascii_lowercase();
+    UNITS.iter().find(|(names, _)| names.contains(&unit.as_str())).map(|(_, ms)| *ms)
 }
 
 impl FromStr for Duration {
     type Err = DurationError;
 
+    /// One or more parts, each a number (decimals allowed: `1.5h`) and a unit, with optional
+    /// spaces between them: `90s`, `10min`, `1h30m`, `1h 30m`, `5 minutes`, `2 days`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = |reason| DurationError { input: s.to_string(), reason };
+        let err = |reason: &str| DurationError { input: s.to_string(), reason: reason.to_string() };
         let text = s.trim();
         if text.is_empty() {
             return Err(err("it is empty"));
@@ -40,33 +64,42 @@ impl FromStr for Duration {
         let mut total: u128 = 0;
         let mut rest = text;
         while !rest.is_empty() {
-            let digits = rest.chars().take_while(char::is_ascii_digit).count();
-            if digits == 0 {
+            let digits = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+            if digits == 0 || rest[..digits].chars().all(|c| c == '.') {
                 return Err(err("expected a number"));
             }
-            let n: u128 = rest[..digits].parse().map_err(|_| err("the number is too large"))?;
-            rest = &rest[digits..];
-            let unit_len = rest.chars().take_while(char::is_ascii_alphabetic).count();
+            let (whole, fraction) = rest[..digits].split_once('.').unwrap_or((&rest[..digits], ""));
+            if fraction.contains('.') {
+                return Err(err("the number is malformed"));
+            }
+            rest = rest[digits..].trim_start();
+            let unit_len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
             if unit_len == 0 {
                 return Err(err("a unit is missing"));
             }
-            let millis: u128 = match &rest[..unit_len] {
-                "ms" => 1,
-                "s" => 1_000,
-                "m" => 60_000,
-                "h" => 3_600_000,
-                "d" => 86_400_000,
-                "w" => 604_800_000,
-                _ => return Err(err("unknown unit (use ms, s, m, h, d or w)")),
-            };
+            let unit = &rest[..unit_len];
+            let millis = unit_millis(unit)
+                .ok_or_else(|| err(&format!("unknown unit `{unit}` (use ms, s, min, h, d or w, or their words)")))?;
             rest = rest[unit_len..].trim_start();
-            total = total
-                .checked_add(n.checked_mul(millis).ok_or_else(|| err("it is too long"))?)
-                .ok_or_else(|| err("it is too long"))?;
+            let part = part_millis(whole, fraction, millis).ok_or_else(|| err("it is too long"))?;
+            total = total.checked_add(part).ok_or_else(|| err("it is too long"))?;
         }
         let millis = u64::try_from(total).map_err(|_| err("it is too long"))?;
         Ok(Duration(std::time::Duration::from_millis(millis)))
     }
+}
+
+/// `whole.fraction` units of `millis` each, in whole milliseconds (rounded down); `None` when
+/// it overflows.
+fn part_millis(whole: &str, fraction: &str, millis: u128) -> Option<u128> {
+    let whole: u128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let mut total = whole.checked_mul(millis)?;
+    let mut scale = millis;
+    for digit in fraction.chars().take(9) {
+        scale /= 10;
+        total = total.checked_add(u128::from(digit.to_digit(10)?) * scale)?;
+    }
+    Some(total)
 }
 
 impl fmt::Display for Duration {
@@ -93,7 +126,7 @@ impl<'de> Deserialize<'de> for Duration {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = Duration;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration such as 90s, 10m, 2h or 1d")
+                f.write_str("a duration such as 90s, 10min, 2h or 2 days")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Duration, E> {
                 v.parse().map_err(E::custom)
@@ -123,7 +156,7 @@ impl JsonSchema for Duration {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "description": "A duration with a unit: 500ms, 90s, 10m, 2h, 1d, 1h30m",
+            "description": "A duration with a unit: 500ms, 90s, 10m, 10min, 2h, 1h 30m, 5 minutes, 2 days",
         })
     }
 }
@@ -131,6 +164,10 @@ impl JsonSchema for Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn millis(text: &str) -> Result<u128, DurationError> {
+        text.parse::<Duration>().map(|d| d.0.as_millis())
+    }
 
     #[test]
     fn parses_units_and_compounds() {
@@ -142,22 +179,48 @@ mod tests {
             ("1h30m", 5_400_000),
             ("500ms", 500),
             ("1h 5s", 3_605_000),
+            ("2w", 1_209_600_000),
         ];
         for (text, ms) in cases {
-            assert_eq!(text.parse::<Duration>().map(|d| d.0.as_millis()), Ok(ms), "{text}");
+            assert_eq!(millis(text), Ok(ms), "{text}");
+        }
+    }
+
+    #[test]
+    fn parses_what_people_write() {
+        let cases = [
+            ("10min", 600_000),
+            ("1h 30m", 5_400_000),
+            ("5 minutes", 300_000),
+            ("1 minute", 60_000),
+            ("2 days", 172_800_000),
+            ("3 hours 15 mins", 11_700_000),
+            ("45 sec", 45_000),
+            ("1.5h", 5_400_000),
+            ("2 Hours", 7_200_000),
+            ("1 week", 604_800_000),
+            (" 90s ", 90_000),
+        ];
+        for (text, ms) in cases {
+            assert_eq!(millis(text), Ok(ms), "{text}");
         }
     }
 
     #[test]
     fn refuses_missing_or_unknown_units() {
         assert_eq!(
-            "30".parse::<Duration>().unwrap_err().to_string(),
-            "invalid duration `30`: a unit is missing; write a number with a unit, e.g. 90s, 10m, 2h, 1d or 1h30m"
+            millis("30").unwrap_err().to_string(),
+            "invalid duration `30`: a unit is missing; write a number with a unit, e.g. 90s, 10m, 10min, 2h, 1h 30m or 2 days"
         );
-        assert!("5x".parse::<Duration>().unwrap_err().to_string().contains("unknown unit"));
-        assert!("m".parse::<Duration>().unwrap_err().to_string().contains("expected a number"));
-        assert!("".parse::<Duration>().is_err());
-        assert!("99999999999999999999999d".parse::<Duration>().is_err());
+        let unknown = millis("5 fortnights").unwrap_err().to_string();
+        assert!(unknown.contains("unknown unit `fortnights` (use ms, s, min, h, d or w"), "{unknown}");
+        // `M` means months to some tools: refused rather than read as minutes.
+        assert!(millis("5M").unwrap_err().to_string().contains("unknown unit `M`"));
+        assert!(millis("m").unwrap_err().to_string().contains("expected a number"));
+        assert!(millis("1..5h").unwrap_err().to_string().contains("malformed"));
+        assert!(millis("10 minutes and 5s").unwrap_err().to_string().contains("expected a number"));
+        assert!(millis("").is_err());
+        assert!(millis("99999999999999999999999d").is_err());
     }
 
     #[test]

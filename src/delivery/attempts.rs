@@ -17,6 +17,9 @@ pub struct DeliveryReport {
     pub target: String,
     pub status: DeliveryStatus,
     pub error: Option<String>,
+    /// A mail delivered to the outbox folder as an `.eml` file because no SMTP server is
+    /// configured: it waits there and has reached no one.
+    pub in_outbox: bool,
 }
 
 /// One delivery attempted again by [`Deliverer::retry`].
@@ -61,7 +64,10 @@ impl Deliverer {
                     }
                 }
             };
-            reports.push(DeliveryReport { target: row.target, status, error });
+            let in_outbox = status == DeliveryStatus::Delivered
+                && row.kind == "mail"
+                && matches!(self.mailer.transport(), super::mail::Transport::Outbox(_));
+            reports.push(DeliveryReport { target: row.target, status, error, in_outbox });
         }
         reports
     }

@@ -165,7 +165,10 @@ impl Engine {
             redactor: &self.redactor,
             shell: &self.shell,
         };
-        let outside = matches!(trigger, TriggerContext::Webhook(_) | TriggerContext::File(_));
+        // Data given by hand stands in for a request or a file event: the run is tried as it
+        // would run when they fire.
+        let outside =
+            matches!(trigger, TriggerContext::Webhook(_) | TriggerContext::File(_) | TriggerContext::ManualWith(_));
         Ok(setup.build_fired(Some(routine), outside)?)
     }
 

@@ -61,10 +61,18 @@ pub fn build(
 /// webhook sender wrote (headers, query, body) and a file's name (whoever
 /// dropped it there chose it). The webhook's method and path are the route's
 /// own; kinds, instants and events are the engine's.
+///
+/// Data given by hand (`routines run --body`) is fenced as the trigger it stands in for.
 pub fn untrusted_paths(ctx: &Value) -> Vec<String> {
-    let paths: &[&str] = match ctx["trigger"]["kind"].as_str() {
-        Some("webhook") => &["trigger.headers", "trigger.query", "trigger.body", "trigger.json"],
+    const REQUEST: [&str; 4] = ["trigger.headers", "trigger.query", "trigger.body", "trigger.json"];
+    let trigger = &ctx["trigger"];
+    let paths: &[&str] = match trigger["kind"].as_str() {
+        Some("webhook") => &REQUEST,
         Some("file") => &["trigger.path"],
+        Some("manual") if trigger.get("event").is_some() => {
+            &["trigger.headers", "trigger.query", "trigger.body", "trigger.json", "trigger.path"]
+        }
+        Some("manual") if trigger.get("body").is_some() => &REQUEST,
         _ => &[],
     };
     paths.iter().map(|p| p.to_string()).collect()
@@ -73,7 +81,12 @@ pub fn untrusted_paths(ctx: &Value) -> Vec<String> {
 /// Whether `prompt`, rendered with `ctx`, carries what a webhook request delivered (its body,
 /// headers or query, fenced as data): the run's data is in hand before any tool is called.
 pub fn carries_webhook_data(ctx: &Value, prompt: &str) -> bool {
-    ctx["trigger"]["kind"].as_str() == Some("webhook") && prompt.contains(&format!("<{FENCE_TAG}"))
+    let request = match ctx["trigger"]["kind"].as_str() {
+        Some("webhook") => true,
+        Some("manual") => ctx["trigger"].get("body").is_some() && ctx["trigger"].get("event").is_none(),
+        _ => false,
+    };
+    request && prompt.contains(&format!("<{FENCE_TAG}"))
 }
 
 /// A rendered prompt and what the injection check found in its untrusted data.

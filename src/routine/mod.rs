@@ -4,6 +4,7 @@
 //! The serde types of a routine file live in `config::routine_file`, since
 //! routines.yaml may hold routines inline; they are re-exported here.
 
+mod by_hand;
 pub mod context;
 pub mod cron;
 mod load;
@@ -21,8 +22,9 @@ pub use crate::config::routine_file::{
     AgentOverrides, CatchUp, CreatedBy, FileEvent, FileTrigger, OnFailure, Overlap, RetrySpec, RoutineFile, Session,
     TriggerSpec, WebhookAuth, WebhookTrigger,
 };
+pub use by_hand::{HandData, by_hand};
 pub use load::{LoadedRoutines, load_all, load_one};
-pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest};
+pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest, fired_by};
 
 /// A time trigger, parsed.
 #[derive(Debug, Clone)]

@@ -15,6 +15,9 @@ use super::{FileEvent, TimeKind};
 pub enum TriggerContext {
     /// By hand: `routines run`, or a beat or greeting asked for.
     Manual,
+    /// By hand with the data a webhook or file trigger would bring (`routines run --body
+    /// --header`, see [`super::by_hand`]): kind `manual`, and these fields in `trigger`.
+    ManualWith(Map<String, Value>),
     /// An instant of a time trigger.
     Schedule { kind: TimeKind, scheduled_for: DateTime<Utc> },
     /// A file event.
@@ -55,6 +58,25 @@ pub struct WebhookRequest {
     pub json: Option<Value>,
 }
 
+/// A trigger kind (`runs.trigger`) as a person reads it: `manual` is `fired by hand`. The
+/// stored value stays the kind.
+pub fn fired_by(kind: &str) -> String {
+    match kind {
+        "manual" => "fired by hand".into(),
+        "cron" | "every" | "at" => format!("fired on schedule ({kind})"),
+        "webhook" => "fired by a webhook request".into(),
+        "file" => "fired by a file event".into(),
+        "heartbeat" => "fired by the heartbeat".into(),
+        "greeting" => "a greeting at its planned time".into(),
+        other => other.into(),
+    }
+}
+
+impl WebhookRequest {
+    /// Headers a request's `trigger.headers` never shows: they carry credentials.
+    pub const HIDDEN_HEADERS: [&'static str; 4] = ["authorization", "proxy-authorization", "cookie", "x-signature-256"];
+}
+
 /// Why a stored trigger could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum StoredTriggerError {
@@ -71,7 +93,7 @@ impl TriggerContext {
     /// `trigger.kind`.
     pub fn kind(&self) -> &'static str {
         match self {
-            TriggerContext::Manual => "manual",
+            TriggerContext::Manual | TriggerContext::ManualWith(_) => "manual",
             TriggerContext::Schedule { kind, .. } => kind.as_str(),
             TriggerContext::File(_) => "file",
             TriggerContext::Webhook(_) => "webhook",
@@ -92,11 +114,12 @@ impl TriggerContext {
 
     /// What the trigger adds to `trigger` besides `kind` and
     /// `scheduled_for`: `path` and `event` of a file, the request of a
-    /// webhook, nothing for the others.
+    /// webhook, the data given by hand, nothing for the others.
     pub fn fields(&self) -> Map<String, Value> {
         let value = match self {
             TriggerContext::File(file) => serde_json::to_value(file),
             TriggerContext::Webhook(request) => serde_json::to_value(request),
+            TriggerContext::ManualWith(fields) => return fields.clone(),
             _ => return Map::new(),
         };
         match value {
@@ -124,7 +147,11 @@ impl TriggerContext {
         };
         let context = context.unwrap_or("{}");
         match kind {
-            "manual" => Ok(TriggerContext::Manual),
+            "manual" => match serde_json::from_str::<Map<String, Value>>(context) {
+                Ok(fields) if !fields.is_empty() => Ok(TriggerContext::ManualWith(fields)),
+                Ok(_) => Ok(TriggerContext::Manual),
+                Err(source) => Err(StoredTriggerError::Context { kind: "manual", source }),
+            },
             "heartbeat" => Ok(TriggerContext::Heartbeat),
             "greeting" => Ok(TriggerContext::Greeting {
                 scheduled_for: scheduled_for.ok_or(StoredTriggerError::NoInstant("greeting"))?,
@@ -191,6 +218,7 @@ mod tests {
             TriggerContext::File(FileContext { path: "a b/ü.txt".into(), event: FileEvent::Remove }),
             TriggerContext::Webhook(request()),
             TriggerContext::Webhook(no_json),
+            TriggerContext::ManualWith(Map::from_iter([("body".to_string(), json!("x"))])),
         ] {
             let stored = t.to_stored();
             let back = TriggerContext::from_stored(t.kind(), t.scheduled_for(), Some(&stored)).unwrap();
@@ -207,5 +235,6 @@ mod tests {
         assert_eq!(err("chat", None, None), "unknown trigger kind `chat`");
         assert!(err("file", None, Some(r#"{"event":"create"}"#)).starts_with("the context of a `file` fire"));
         assert!(err("webhook", None, None).contains("missing field"));
+        assert!(err("manual", None, Some("[1]")).starts_with("the context of a `manual` fire"));
     }
 }

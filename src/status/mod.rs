@@ -26,7 +26,7 @@
 //! reads the store, routines and config; only the daemon and commands use it.
 
 mod auth;
-mod format;
+pub mod format;
 mod pages;
 mod render;
 mod svg;

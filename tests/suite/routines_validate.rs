@@ -89,8 +89,8 @@ const CASES: &[(&str, &str, &str)] = &[
     ),
     (
         "bad-duration",
-        "prompt: hi\ntimeout: 10 minutes\n",
-        "routines/bad-duration.yaml:2:10: invalid duration `10 minutes`: a unit is missing; write a number with a unit, e.g. 90s, 10m, 2h, 1d or 1h30m (at `timeout`)\n",
+        "prompt: hi\ntimeout: 10 fortnights\n",
+        "routines/bad-duration.yaml:2:10: invalid duration `10 fortnights`: unknown unit `fortnights` (use ms, s, min, h, d or w, or their words); write a number with a unit, e.g. 90s, 10m, 10min, 2h, 1h 30m or 2 days (at `timeout`)\n",
     ),
     (
         "zone-not-cron",

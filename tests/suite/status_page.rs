@@ -93,6 +93,10 @@ async fn the_page_follows_reloaded_routines_and_new_runs() {
     assert!(runs.contains(&format!(">#{id}</a>")), "{runs}");
     let (_, home) = get(&site, "/").await;
     assert!(home.contains(&format!("<a class=\"last-run\" href=\"/runs/{id}\">")), "the newest run is the last run");
+    // Its page says in words what fired it; the stored kind stays `manual`.
+    let (_, page) = get(&site, &format!("/runs/{id}")).await;
+    assert!(page.contains("<dd>fired by hand</dd>"), "{page}");
+    assert!(page.contains("Fired by hand, with no further context."), "{page}");
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 const SIGNATURE_HEADER: &str = "x-signature-256";
 
 /// Request headers that are never handed to the engine, because they carry credentials.
-const HIDDEN_HEADERS: [&str; 4] = ["authorization", "proxy-authorization", "cookie", SIGNATURE_HEADER];
+const HIDDEN_HEADERS: [&str; 4] = crate::routine::WebhookRequest::HIDDEN_HEADERS;
 
 /// How a route authenticates its callers.
 ///

@@ -115,7 +115,7 @@ fn view(inner: &Inner, id: i64) -> Result<Option<View>, StatusError> {
     let zone = &inner.zone;
     let when = |t: Option<DateTime<Utc>>| t.map(|t| format::local_full(t, zone));
 
-    let mut facts = vec![Fact { label: "Trigger", value: run.trigger.clone() }];
+    let mut facts = vec![Fact { label: "Trigger", value: crate::routine::fired_by(&run.trigger) }];
     let mut push = |label: &'static str, value: Option<String>| {
         if let Some(value) = value {
             facts.push(Fact { label, value });

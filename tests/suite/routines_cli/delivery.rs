@@ -63,7 +63,9 @@ async fn a_delivery_outside_the_workspace_fails_alone() {
     o.success()
         .stdout_is("Report.\n")
         .stderr_has("  delivery to ../leak.md failed: ")
-        .stderr_has("  delivered to kept.md\n");
+        .stderr_has("  delivered to kept.md\n")
+        .stderr_has("  mail to ops@example.com queued in the outbox (no SMTP configured)\n");
+    assert!(!o.stderr.contains("delivered to ops@example.com"), "{o}");
     assert!(!p.path().join("leak.md").exists());
     assert_eq!(p.read("ws/kept.md"), "Report.\n");
     let show = p.show(1).await;

@@ -70,12 +70,12 @@ async fn show_lists_every_model_and_tool_call_in_order_and_the_approach_is_remem
             json!(["model_call", null, "ok"])
         ]
     );
-    assert_eq!(show["events"][1]["arguments"], r#"{"path":"notes.txt"}"#);
+    assert_eq!(show["events"][1]["arguments"], json!({"path": "notes.txt"}));
     parse_local(&show["events"][0]["at"]);
     assert_eq!(show["deliveries"][0]["target"], "answer.md");
     assert_eq!((&show["tokens"], &show["iterations"]), (&json!({"prompt": 20, "completion": 10}), &json!(2)));
     let o = p.run_async(["show", "1"]).await;
-    assert!(o.stdout.starts_with("run 1  notes  succeeded\ntrigger:   manual (attempt 1)\n"), "{o}");
+    assert!(o.stdout.starts_with("run 1  notes  succeeded\ntrigger:   fired by hand, attempt 1\n"), "{o}");
     o.stdout_has("\ndeliveries:\n  file answer.md  delivered\n");
     assert!(o.stdout.ends_with("\noutput:\n  HERON\n"), "{o}");
 

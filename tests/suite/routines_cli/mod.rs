@@ -3,10 +3,13 @@
 
 mod delivery;
 mod history;
+mod latest;
 mod listing;
+mod looks;
 mod postgres;
 mod postgres_tls;
 mod run;
+mod trigger_data;
 
 use chrono::{DateTime, FixedOffset};
 use serde_json::Value;

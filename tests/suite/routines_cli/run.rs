@@ -18,7 +18,9 @@ async fn run_prints_the_final_output_and_records_the_run() {
     p.write("routines/daily.yaml", DAILY);
     mock.push(text("Three commits, all green.\n\n"));
     let o = p.run_async(["run", "daily", "--var", "repo=acme/web"]).await;
-    o.success().stdout_is("Three commits, all green.\n").stderr_is("running daily...\nrun 1: succeeded\n");
+    o.success().stdout_is("Three commits, all green.\n");
+    assert!(o.stderr.starts_with("running daily...\nrun 1: succeeded in "), "{o}");
+    assert!(o.stderr.ends_with("s · 1 model call · 15 tokens\n"), "{o}");
 
     let reqs = mock.requests();
     assert_eq!(reqs.len(), 1);
@@ -31,7 +33,24 @@ async fn run_prints_the_final_output_and_records_the_run() {
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
     let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["error", "finished_at", "routine", "run_id", "scheduled_for", "started_at", "status", "trigger"]);
+    assert_eq!(
+        keys,
+        [
+            "completion_tokens",
+            "duration_ms",
+            "error",
+            "finished_at",
+            "model_calls",
+            "prompt_tokens",
+            "routine",
+            "run_id",
+            "scheduled_for",
+            "started_at",
+            "status",
+            "tokens",
+            "trigger"
+        ]
+    );
     assert_eq!(
         (&r["run_id"], &r["routine"], &r["status"], &r["trigger"], &r["scheduled_for"], &r["error"]),
         (&json!(1), &json!("daily"), &json!("succeeded"), &json!("manual"), &Value::Null, &Value::Null)
@@ -142,9 +161,12 @@ async fn a_silent_reply_delivers_nothing_and_exits_0() {
     // The model says NO_REPLY after looking, and the code check of what it saw agrees.
     mock.push_all([tool_call("file_list", json!({})), text("NO_REPLY"), text(super::NOTHING_FOUND)]);
     let o = p.run_async(["run", "watch"]).await;
-    o.success().stdout_is("").stderr_is(
-        "running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent (nothing to report; nothing delivered)\n",
+    o.success().stdout_is("");
+    assert!(
+        o.stderr.starts_with("running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent in "),
+        "{o}"
     );
+    assert!(o.stderr.ends_with(" · 2 model calls · 30 tokens (nothing to report; nothing delivered)\n"), "{o}");
     assert!(!p.path().join("out").exists());
     let show = p.show(1).await;
     assert_eq!((&show["status"], &show["deliveries"]), (&json!("silent"), &json!([])));
