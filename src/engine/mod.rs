@@ -107,7 +107,7 @@ impl Engine {
         let redactor = Redactor::for_config(&config, &ProcessEnv);
         let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
         let store = Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor.clone()));
-        store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew.get());
+        store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew().get());
         let memory = Memory::new(store.clone());
         let templates = Arc::new(Templates::new(&config.templates_dir));
         let shell = shell_settings(&config, &ProcessEnv);
