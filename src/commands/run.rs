@@ -53,6 +53,10 @@ pub async fn run(
     let result = engine.run(&routine, TriggerContext::Manual, &opts, Some(tx)).await;
     let _ = printer.await;
     let report = result?;
+    // The history stays within `history` after each run by hand, as in the daemon.
+    if let Err(e) = engine.prune_history() {
+        eprintln!("warning: could not prune the run history: {e}");
+    }
 
     for d in &report.deliveries {
         match d.status {

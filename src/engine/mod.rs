@@ -115,6 +115,16 @@ impl Engine {
         Ok(Engine { config, store, memory, provider, templates, redactor, shell, model: model.into(), deliverer })
     }
 
+    /// Prunes the history to `history.max_age` and `history.max_runs_per_routine` (see
+    /// `store/prune.rs`: a run whose deliveries are pending, or that is queued or running, is
+    /// kept). Returns how many runs were deleted.
+    pub fn prune_history(&self) -> Result<u64, crate::store::StoreError> {
+        let h = &self.config.history;
+        let limits =
+            crate::store::HistoryLimits { max_age: h.max_age.get(), max_runs_per_routine: h.max_runs_per_routine };
+        self.store.prune_history(limits, Utc::now())
+    }
+
     /// The template context of a run (delivery templates add `output` and `status`).
     pub fn context(
         &self,

@@ -6,6 +6,7 @@ mod history;
 mod listing;
 mod postgres;
 mod postgres_tls;
+mod pruning;
 mod run;
 
 use chrono::{DateTime, FixedOffset};
