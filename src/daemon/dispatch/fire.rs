@@ -172,7 +172,7 @@ impl Dispatcher {
                 routine = %routine.name,
                 run_id = fire.run_id,
                 error = %e,
-                hint = %e.hint().unwrap_or_default(),
+                hint = e.hint().as_deref(),
                 "Run {} of {} could not be recorded: {e}", fire.run_id, routine.name
             ),
         }
