@@ -30,7 +30,8 @@ fn main() -> ExitCode {
         cli::ColorChoice::Never => anstream::ColorChoice::Never,
     });
     let json_logs = matches!(cli.command, Command::Daemon { log_format: cli::LogFormat::Json });
-    init_logging(cli.verbose, cli.quiet, json_logs);
+    let service = matches!(cli.command, Command::Daemon { .. });
+    init_logging(cli.verbose, cli.quiet, json_logs, service);
     routines::daemon::use_json_logs(json_logs);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -81,11 +82,13 @@ async fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
-fn init_logging(verbose: u8, quiet: bool, json: bool) {
+/// `service`: the daemon, which logs like a service (one line per run start and end, per
+/// delivery failure and retry, per reload) in either format; other commands only warn.
+fn init_logging(verbose: u8, quiet: bool, json: bool, service: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
-        // Log shippers want the daemon's events, not only its warnings.
-        (false, 0) if json => "info",
+        // Log shippers and `journalctl` want the daemon's events, not only its warnings.
+        (false, 0) if service => "info",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",

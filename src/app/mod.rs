@@ -61,7 +61,7 @@ pub fn open_store(config: &Config) -> Result<Store, Error> {
     let redactor = Redactor::for_config(config, &ProcessEnv);
     let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
     let store = Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor));
-    store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew.get());
+    store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew().get());
     Ok(store)
 }
 

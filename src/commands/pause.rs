@@ -40,7 +40,7 @@ pub async fn resume(config: Config, name: &str, catch_up: bool, json_out: bool) 
     let missed = store.skipped_while_paused(&routine.name, since)?;
     // The instants skipped while paused run only when asked, once (the latest), and not for a
     // routine whose `catch_up` is `none`.
-    let caught_up = if catch_up && !missed.is_empty() && routine.spec.catch_up != CatchUp::None {
+    let caught_up = if catch_up && missed > 0 && routine.spec.catch_up != CatchUp::None {
         let engine = engine(config.clone(), true)?;
         let report = engine.run(&routine, TriggerContext::Manual, &Default::default(), None).await?;
         Some(report.run_id)
@@ -52,19 +52,19 @@ pub async fn resume(config: Config, name: &str, catch_up: bool, json_out: bool) 
             "routine": routine.name,
             "paused": false,
             "was_paused": true,
-            "skipped_while_paused": missed.len(),
+            "skipped_while_paused": missed,
             "caught_up_run": caught_up,
         }));
     }
     eprintln!(
-        "resumed {} (paused since {}; {} instant(s) skipped meanwhile{})",
+        "resumed {} (paused since {}; {} fire(s) skipped meanwhile{})",
         routine.name,
         since.with_timezone(&routine.zone).format("%Y-%m-%d %H:%M %Z"),
-        missed.len(),
+        missed,
         match caught_up {
             Some(id) => format!("; caught up as run {id}"),
-            None if catch_up && !missed.is_empty() => "; catch_up: none, nothing run".into(),
-            None if !missed.is_empty() => "; not run: add --catch-up to run the latest now".into(),
+            None if catch_up && missed > 0 => "; catch_up: none, nothing run".into(),
+            None if missed > 0 => "; not run: add --catch-up to run the latest now".into(),
             None => String::new(),
         }
     );

@@ -49,6 +49,10 @@ pub async fn run(config: Config, name: &str, given: Given) -> Result<(), Error> 
     let result = engine.run(&routine, trigger, &opts, Some(tx)).await;
     let _ = printer.await;
     let report = result?;
+    // The history stays within `history` after each run by hand, as in the daemon.
+    if let Err(e) = engine.prune_history() {
+        eprintln!("warning: could not prune the run history: {e}");
+    }
 
     say_deliveries(&report.deliveries);
     if given.json {

@@ -291,10 +291,14 @@ pub fn from_str(path: &Path, text: &str, env: &dyn Env) -> Result<Config, Config
 fn resolve(
     file: Option<&Path>,
     base: &Path,
-    raw: ConfigFile,
+    mut raw: ConfigFile,
     source: Option<&SourceMap>,
     env: &dyn Env,
 ) -> Result<Config, ConfigError> {
+    // Defaults that depend on other settings follow what the user wrote (issue 50, item 6).
+    if let Ok(window) = raw.heartbeat.greeting_window() {
+        raw.heartbeat.greeting.fit(window.length());
+    }
     let mut diags = Diagnostics::default();
     let mut problem = |path: &[&str], message: String, hint: Option<String>| {
         let d = match source {
@@ -411,7 +415,7 @@ fn resolve(
     }
     let greeting = &raw.heartbeat.greeting;
     if greeting.enabled {
-        if greeting.max_per_day == 0 {
+        if greeting.max_per_day() == 0 {
             problem(
                 &["heartbeat", "greeting", "max_per_day"],
                 "max_per_day must be at least 1".into(),
@@ -419,8 +423,8 @@ fn resolve(
             );
         } else if let Ok(window) = raw.heartbeat.greeting_window() {
             let length = window.length();
-            let gap = chrono::TimeDelta::from_std(greeting.min_gap.get()).unwrap_or(chrono::TimeDelta::MAX);
-            let needed = gap.checked_mul(i32::try_from(greeting.max_per_day - 1).unwrap_or(i32::MAX));
+            let gap = chrono::TimeDelta::from_std(greeting.min_gap().get()).unwrap_or(chrono::TimeDelta::MAX);
+            let needed = gap.checked_mul(i32::try_from(greeting.max_per_day() - 1).unwrap_or(i32::MAX));
             if needed.is_none_or(|n| n >= length) {
                 let fit = (length.num_seconds() - 1) / gap.num_seconds().max(1) + 1;
                 let hours = format!("{}–{}", window.start.format("%H:%M"), window.end.format("%H:%M"));
@@ -428,7 +432,8 @@ fn resolve(
                     &["heartbeat", "greeting", "max_per_day"],
                     format!(
                         "{} greetings at least {} apart do not fit in the greeting hours {hours}",
-                        greeting.max_per_day, greeting.min_gap
+                        greeting.max_per_day(),
+                        greeting.min_gap()
                     ),
                     Some(format!("at most {fit} fit; lower max_per_day or min_gap, or widen heartbeat.active_hours")),
                 );
@@ -442,11 +447,11 @@ fn resolve(
             format!("lease {} is too short: a node renews it every quarter of it", raw.cluster.lease),
             Some("use at least 1s; the default is 30s".into()),
         );
-    } else if raw.cluster.max_skew.get() >= raw.cluster.lease.get() {
+    } else if raw.cluster.max_skew().get() >= raw.cluster.lease.get() {
         problem(
             &["cluster", "max_skew"],
-            format!("max_skew {} must be shorter than lease {}", raw.cluster.max_skew, raw.cluster.lease),
-            Some("the default is max_skew 5s with lease 30s".into()),
+            format!("max_skew {} must be shorter than lease {}", raw.cluster.max_skew(), raw.cluster.lease),
+            Some("leave max_skew unset to use its default: 5s, or a sixth of lease when that is shorter".into()),
         );
     }
     let mut secret_vars = vec![p.api_key_env.clone(), raw.store.url_env.clone()];

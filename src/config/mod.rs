@@ -399,23 +399,28 @@ pub struct ClusterSettings {
     #[serde(default = "default_lease")]
     pub lease: Duration,
     /// The most the clocks of two nodes may differ; a node whose clock is further from the
-    /// database's logs a warning at each heartbeat.
-    #[serde(default = "default_max_skew")]
-    pub max_skew: Duration,
+    /// database's logs a warning at each heartbeat. Unset, it follows `lease` (see
+    /// [`ClusterSettings::max_skew`]).
+    #[serde(default)]
+    pub max_skew: Option<Duration>,
 }
 
 impl Default for ClusterSettings {
     fn default() -> Self {
-        ClusterSettings { lease: default_lease(), max_skew: default_max_skew() }
+        ClusterSettings { lease: default_lease(), max_skew: None }
+    }
+}
+
+impl ClusterSettings {
+    /// `max_skew` as written, else 5s, or a sixth of `lease` when that is shorter: a default
+    /// that depends on `lease` follows it, so `lease: 5s` alone is valid.
+    pub fn max_skew(&self) -> Duration {
+        self.max_skew.unwrap_or_else(|| Duration(self.lease.get() / 6).min(Duration::from_secs(5)))
     }
 }
 
 fn default_lease() -> Duration {
     Duration::from_secs(30)
-}
-
-fn default_max_skew() -> Duration {
-    Duration::from_secs(5)
 }
 
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -494,20 +499,48 @@ pub struct ActiveHours {
 /// beats may run all night, a greeting should not arrive at 3 a.m.
 pub const DEFAULT_GREETING_HOURS: (&str, &str) = ("08:00", "22:00");
 
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GreetingSettings {
     #[serde(default)]
     pub enabled: bool,
-    #[serde(default = "default_greetings_per_day")]
-    pub max_per_day: u32,
-    #[serde(default = "default_min_gap")]
-    pub min_gap: Duration,
+    /// Unset: 2, or as many as fit the greeting hours with `min_gap` when fewer do.
+    #[serde(default)]
+    pub max_per_day: Option<u32>,
+    /// Unset: 4h, or the greeting hours divided by `max_per_day` when that is shorter.
+    #[serde(default)]
+    pub min_gap: Option<Duration>,
 }
 
-impl Default for GreetingSettings {
-    fn default() -> Self {
-        GreetingSettings { enabled: false, max_per_day: default_greetings_per_day(), min_gap: default_min_gap() }
+impl GreetingSettings {
+    pub fn max_per_day(&self) -> u32 {
+        self.max_per_day.unwrap_or_else(default_greetings_per_day)
+    }
+
+    pub fn min_gap(&self) -> Duration {
+        self.min_gap.unwrap_or_else(default_min_gap)
+    }
+
+    /// Fills the fields left unset so that the greetings fit greeting hours `length` long:
+    /// defaults that depend on each other and on the hours follow what the user wrote. What
+    /// was written is kept as written (and checked by `validate`).
+    pub fn fit(&mut self, length: chrono::TimeDelta) {
+        let Ok(length) = length.to_std() else { return };
+        if length.is_zero() {
+            return;
+        }
+        match (self.max_per_day, self.min_gap) {
+            (_, None) => {
+                let n = self.max_per_day().max(1);
+                self.min_gap = Some(Duration(length / n).min(default_min_gap()));
+            }
+            (None, Some(gap)) => {
+                let gap = gap.get().as_secs().max(1);
+                let fit = (length.as_secs().saturating_sub(1)) / gap + 1;
+                self.max_per_day = Some(default_greetings_per_day().min(u32::try_from(fit).unwrap_or(u32::MAX)));
+            }
+            (Some(_), Some(_)) => {}
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod lock;
 pub mod metrics;
 mod owners;
 pub mod plan;
+pub mod prune;
 pub mod redeliver;
 pub mod service;
 pub mod watch;

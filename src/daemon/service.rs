@@ -135,6 +135,9 @@ pub async fn run(
         server_stop.clone(),
     ));
 
+    // The history within `history`: pruned now (after the recovery above) and every hour.
+    let pruning = tokio::spawn(super::prune::run_loop(engine.clone(), super::prune::PRUNE_EVERY, server_stop.clone()));
+
     // In a cluster: the work of nodes whose lease lapsed, taken over.
     let sweeps = engine.store.is_shared().then(|| {
         let lease = config.cluster.lease.get();
@@ -204,7 +207,7 @@ pub async fn run(
     drop(reload_watch);
     server_stop.cancel();
     let _ = retries.await;
-    for task in [beats, greetings, sweeps, owners].into_iter().flatten() {
+    for task in [beats, greetings, sweeps, owners, Some(pruning)].into_iter().flatten() {
         let _ = task.await;
     }
     scheduler.on_change = None;

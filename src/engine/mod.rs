@@ -107,12 +107,22 @@ impl Engine {
         let redactor = Redactor::for_config(&config, &ProcessEnv);
         let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
         let store = Store::open_recovering_at(&location)?.with_scrub(Arc::new(redactor.clone()));
-        store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew.get());
+        store.set_cluster(config.cluster.lease.get(), config.cluster.max_skew().get());
         let memory = Memory::new(store.clone());
         let templates = Arc::new(Templates::new(&config.templates_dir));
         let shell = shell_settings(&config, &ProcessEnv);
         let deliverer = Deliverer::open(&config, &ProcessEnv, store.clone(), templates.clone())?;
         Ok(Engine { config, store, memory, provider, templates, redactor, shell, model: model.into(), deliverer })
+    }
+
+    /// Prunes the history to `history.max_age` and `history.max_runs_per_routine` (see
+    /// `store/prune.rs`: a run whose deliveries are pending, or that is queued or running, is
+    /// kept). Returns how many runs were deleted.
+    pub fn prune_history(&self) -> Result<u64, crate::store::StoreError> {
+        let h = &self.config.history;
+        let limits =
+            crate::store::HistoryLimits { max_age: h.max_age.get(), max_runs_per_routine: h.max_runs_per_routine };
+        self.store.prune_history(limits, Utc::now())
     }
 
     /// The template context of a run (delivery templates add `output` and `status`).

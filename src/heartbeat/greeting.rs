@@ -89,13 +89,13 @@ fn plan(engine: &Engine, window: Window, day: NaiveDate, now: DateTime<Utc>) -> 
         return Ok(slots);
     }
     let settings = &engine.config.heartbeat.greeting;
-    let gap = Duration::from_std(settings.min_gap.get()).unwrap_or(Duration::MAX);
+    let gap = Duration::from_std(settings.min_gap().get()).unwrap_or(Duration::MAX);
     let (start, end) = bounds(window, engine.config.timezone, day);
     let mut from = start.max(now);
     if let Some(last) = engine.store.last_greeting_sent()? {
         from = from.max(last.checked_add_signed(gap).unwrap_or(end));
     }
-    let slots = spread(from, end, settings.max_per_day, gap, &mut rand::rng());
+    let slots = spread(from, end, settings.max_per_day(), gap, &mut rand::rng());
     tracing::info!(day = %day, slots = ?slots.iter().map(|s| s.with_timezone(&engine.config.timezone).format("%H:%M:%S").to_string()).collect::<Vec<_>>(), "Greetings planned.");
     engine.store.save_greeting_plan(day, &slots)
 }
@@ -185,16 +185,16 @@ fn refusal(
         .iter()
         .filter(|g| g.id != this && matches!(g.status, RunStatus::Succeeded | RunStatus::Running))
         .count();
-    if sent >= usize::try_from(settings.max_per_day).unwrap_or(usize::MAX) {
-        let text = format!("{sent} greeting(s) were already sent today (max_per_day: {})", settings.max_per_day);
+    if sent >= usize::try_from(settings.max_per_day()).unwrap_or(usize::MAX) {
+        let text = format!("{sent} greeting(s) were already sent today (max_per_day: {})", settings.max_per_day());
         return Ok(Some((reason::LIMIT, text)));
     }
-    let gap = Duration::from_std(settings.min_gap.get()).unwrap_or(Duration::MAX);
+    let gap = Duration::from_std(settings.min_gap().get()).unwrap_or(Duration::MAX);
     if let Some(last) = engine.store.last_greeting_sent()? {
         if at < last.checked_add_signed(gap).unwrap_or(DateTime::<Utc>::MAX_UTC) {
             let local = last.with_timezone(&engine.config.timezone).format("%H:%M %Z");
             let text =
-                format!("the last greeting was sent at {local}, less than min_gap ({}) before", settings.min_gap);
+                format!("the last greeting was sent at {local}, less than min_gap ({}) before", settings.min_gap());
             return Ok(Some((reason::MIN_GAP, text)));
         }
     }

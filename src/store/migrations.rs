@@ -26,6 +26,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (10, V10_QUEUED),
     (11, V11_CLUSTER),
     (12, V12_LIVE_SINCE),
+    (13, V13_PAUSED_SPANS),
 ];
 
 /// Highest schema version this binary understands.
@@ -75,6 +76,14 @@ CREATE INDEX deliveries_by_status ON deliveries (status);
 /// fire one index entry, removed when the run starts.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// A paused routine's fires are one `skipped` row per stretch of the pause, not one each
+/// (`store/pause.rs`): `fires` counts the fires the row stands for (NULL: one) and `last_fire`
+/// holds the newest of their instants, so a fire at or before it is a duplicate.
+const V13_PAUSED_SPANS: &str = r#"
+ALTER TABLE runs ADD COLUMN fires INTEGER;
+ALTER TABLE runs ADD COLUMN last_fire TEXT;
 "#;
 
 /// Since when a node has renewed its heartbeat without a gap of half a lease: a node judges

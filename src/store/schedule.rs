@@ -305,7 +305,7 @@ impl Store {
         self.with_conn(|c| {
             let mut counts: HashMap<String, SkipCounts> = HashMap::new();
             let mut stmt = c.prepare(
-                "SELECT routine, reason, COUNT(*) FROM runs
+                "SELECT routine, reason, SUM(COALESCE(fires, 1)) FROM runs
                  WHERE status = 'skipped' AND routine IS NOT NULL GROUP BY routine, reason",
             )?;
             let rows = stmt

@@ -50,3 +50,33 @@ fn help_lists_only_commands_that_exist() {
     o.code(2);
     assert!(o.stderr.starts_with("error: unrecognized subcommand 'frobnicate'"), "{o}");
 }
+
+/// A default that depends on another setting follows it (issue 50, item 6): `lease: 5s` alone
+/// is valid (max_skew follows lease), and greetings enabled inside short active hours fit
+/// (min_gap follows the hours). What the user wrote is still checked.
+#[test]
+fn defaults_follow_the_settings_they_depend_on() {
+    let offline = "provider: { base_url: http://127.0.0.1:9/v1, model: m }\n";
+    let p = Routines::new().config(&format!("{offline}cluster: {{ lease: 5s }}\n"));
+    p.run(["validate"]).success();
+
+    let p = Routines::new().config(&format!(
+        "{offline}heartbeat:\n  active_hours: {{ start: '09:00', end: '12:00' }}\n  greeting: {{ enabled: true }}\n"
+    ));
+    p.run(["validate"]).success();
+    let p = Routines::new().config(&format!(
+        "{offline}heartbeat:\n  active_hours: {{ start: '09:00', end: '10:00' }}\n  greeting: {{ enabled: true, min_gap: 2h }}\n"
+    ));
+    p.run(["validate"]).success();
+
+    let p = Routines::new().config(&format!("{offline}cluster: {{ lease: 5s, max_skew: 5s }}\n"));
+    let o = p.run(["validate"]);
+    o.code(2).stderr_has("max_skew 5s must be shorter than lease 5s");
+    o.stderr_has("leave max_skew unset to use its default: 5s, or a sixth of lease when that is shorter");
+    let p = Routines::new().config(&format!(
+        "{offline}heartbeat:\n  active_hours: {{ start: '09:00', end: '12:00' }}\n  greeting: {{ enabled: true, max_per_day: 2, min_gap: 4h }}\n"
+    ));
+    p.run(["validate"])
+        .code(2)
+        .stderr_has("2 greetings at least 4h apart do not fit in the greeting hours 09:00–12:00");
+}

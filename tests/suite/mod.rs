@@ -7,6 +7,7 @@ mod checkins;
 mod circles;
 mod completions;
 mod config_cli;
+mod daemon_logs;
 mod daemon_process;
 mod daemon_schedule;
 mod eval;

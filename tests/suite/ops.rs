@@ -95,17 +95,26 @@ async fn resume_runs_a_skipped_instant_only_with_catch_up() {
     p.write("routines/tick.yaml", "on: [{ every: 1s }]\nprompt: Tick.\n");
     p.run(["pause", "tick"]).success();
     let running = daemon(&p, port).await;
+    // Three fires while paused: one row that counts them, not a row each.
     let skipped = wait::poll(DEADLINE, Duration::from_millis(100), async || {
         let runs = p.history(&["tick", "--status", "skipped"]).await;
-        (!runs.is_empty()).then_some(runs)
+        runs.iter()
+            .any(|r| r["error"].as_str().unwrap_or_default().contains("(3 fires skipped while paused"))
+            .then_some(runs)
     })
     .await;
-    assert!(skipped.is_some(), "no instant was recorded skipped while paused");
+    let skipped = skipped.expect("no stretch of three fires was recorded skipped while paused");
+    assert_eq!(skipped.len(), 1, "{skipped:#?}");
     drop(running);
     assert_eq!(mock.request_count(), 0);
+    let listed = listed(&p).into_iter().find(|r| r["name"] == "tick").unwrap();
+    assert!(listed["skipped"].as_u64().unwrap() >= 3, "{listed}");
 
     mock.push(text("caught up"));
-    p.run_async(["resume", "tick", "--catch-up"]).await.success().stderr_has("; caught up as run ");
+    p.run_async(["resume", "tick", "--catch-up"])
+        .await
+        .success()
+        .stderr_has(" fire(s) skipped meanwhile; caught up as run ");
     assert_eq!(mock.request_count(), 1);
     assert_eq!(p.history(&["tick", "--status", "succeeded"]).await.len(), 1);
 }

@@ -161,15 +161,20 @@ impl Dispatcher {
         // Boxed: the run's future is large, and inline it would make every
         // waiting fire's task as large as a running one.
         let opts = RunOptions::default();
+        let kind = trigger.kind();
+        super::runlog::started(&routine.name, fire.run_id, kind, fire.attempt);
+        let began = std::time::Instant::now();
         let result =
             Box::pin(self.engine.execute(&routine, fire.run_id, trigger, fire.attempt, &opts, None, cancel)).await;
         match result {
-            Ok(report) => {
-                tracing::info!(routine = %routine.name, run_id = report.run_id, status = %report.status, "Run finished.");
-            }
-            Err(e) => {
-                tracing::error!(routine = %routine.name, run_id = fire.run_id, error = %e, "Run could not be recorded.")
-            }
+            Ok(report) => super::runlog::finished(&self.engine, &report, kind, began.elapsed()),
+            Err(e) => tracing::error!(
+                routine = %routine.name,
+                run_id = fire.run_id,
+                error = %e,
+                hint = e.hint().as_deref(),
+                "Run {} of {} could not be recorded: {e}", fire.run_id, routine.name
+            ),
         }
         true
     }

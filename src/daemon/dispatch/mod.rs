@@ -13,6 +13,7 @@
 //! the next one adopts them.
 
 mod fire;
+mod runlog;
 mod takeover;
 #[cfg(test)]
 mod tests;
@@ -31,7 +32,9 @@ use crate::clock::Clock;
 use crate::engine::{Cancel, Engine};
 use crate::routine::overlap::{self, Activity, Admission};
 use crate::routine::{Overlap, Routine, TriggerContext};
-use crate::store::{FireClaim, NewFire, NewRun, QueuedFire, RunKind, RunOutcome, RunStatus, StoreError, reason};
+use crate::store::{
+    FireClaim, NewFire, NewRun, PausedFire, QueuedFire, RunKind, RunOutcome, RunStatus, StoreError, reason,
+};
 use window::State;
 
 /// Why a queued fire of a routine that went away is recorded skipped.
@@ -215,7 +218,12 @@ impl Dispatcher {
             };
             if paused.contains(&routine.name) {
                 let why = format!("`{}` is paused; `routines resume {}` fires it again", routine.name, routine.name);
-                let recorded = self.record_skip(&routine, fire, reason::PAUSED, &why);
+                let recorded = self.engine.store.record_paused_fire(&PausedFire {
+                    routine: &routine.name,
+                    trigger: fire.trigger.kind(),
+                    scheduled_for: fire.trigger.scheduled_for(),
+                    why: &why,
+                });
                 results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
                 continue;
             }

@@ -35,6 +35,7 @@ pub const MIGRATIONS: &[(i64, &str)] = &[
     (10, V10_QUEUED),
     (11, V11_CLUSTER),
     (12, V12_LIVE_SINCE),
+    (13, V13_PAUSED_SPANS),
 ];
 
 /// The key of the advisory lock that serializes migrations.
@@ -56,6 +57,13 @@ ALTER TABLE deliveries ADD CONSTRAINT deliveries_run_id_seq_on_failure_key UNIQU
 /// finds when the next jittered fire becomes due without reading the queue.
 const V10_QUEUED: &str = r#"
 CREATE INDEX runs_queued ON runs (not_before) WHERE status = 'queued';
+"#;
+
+/// SQLite's migration 13: a paused routine's fires as one `skipped` row per stretch of the
+/// pause, with how many fires it stands for and the newest of their instants.
+const V13_PAUSED_SPANS: &str = r#"
+ALTER TABLE runs ADD COLUMN fires BIGINT;
+ALTER TABLE runs ADD COLUMN last_fire TEXT COLLATE "C";
 "#;
 
 /// SQLite's migration 12: since when a node has renewed its heartbeat without a gap of half

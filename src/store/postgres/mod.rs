@@ -14,6 +14,8 @@ pub mod cluster;
 mod deliveries;
 mod history;
 pub mod migrations;
+mod paused;
+mod prune;
 mod queue;
 mod rows;
 mod runs;

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::runs::lock_claims;
 use super::{Pg, rows};
-use crate::store::{FireClaim, GreetingRun, StoreError, reason, to_db_time};
+use crate::store::{FireClaim, GreetingRun, StoreError, to_db_time};
 
 /// A fire with its context already cleaned, as [`Pg::claim_fires`] writes it.
 pub(crate) struct OwnedFire {
@@ -227,7 +227,7 @@ impl Pg {
         self.call(|c| async move {
             let skipped = c
                 .query(
-                    "SELECT routine, reason, COUNT(*) FROM runs
+                    "SELECT routine, reason, SUM(COALESCE(fires, 1))::BIGINT FROM runs
                      WHERE status = 'skipped' AND routine IS NOT NULL GROUP BY routine, reason",
                     &[],
                 )
@@ -344,23 +344,6 @@ impl Pg {
         self.call(move |c| async move {
             let row = c.query_opt("SELECT paused_at FROM routine_state WHERE routine = $1", &[&routine]).await?;
             Ok(row.map(|r| rows::opt_time(&r, 0)).transpose()?.flatten())
-        })
-    }
-
-    pub(crate) fn skipped_while_paused(&self, routine: &str, since: String) -> Result<Vec<DateTime<Utc>>, StoreError> {
-        let routine = routine.to_string();
-        self.call(move |c| async move {
-            c.query(
-                "SELECT scheduled_for FROM runs
-                 WHERE routine = $1 AND status = 'skipped' AND reason = $2 AND scheduled_for IS NOT NULL
-                   AND scheduled_for >= $3
-                 ORDER BY scheduled_for",
-                &[&routine, &reason::PAUSED, &since],
-            )
-            .await?
-            .iter()
-            .map(|r| rows::time(r, 0))
-            .collect()
         })
     }
 

@@ -111,7 +111,7 @@ async fn a_node_frozen_past_its_lease_makes_no_call_in_the_run_taken_over() {
     // Its attempt ends there, unrecorded (the end is fenced too).
     nodes[frozen]
         .wait_for_stderr("the end of the woken node's attempt", |l| {
-            l.contains("Run could not be recorded") && l.contains("run 1 was taken over by another node")
+            l.contains("Run 1 of writer could not be recorded") && l.contains("run 1 was taken over by another node")
         })
         .await;
     assert_eq!(p.read("out/log.txt"), "written\n", "the frozen node wrote after the run was taken over");

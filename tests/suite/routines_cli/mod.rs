@@ -8,6 +8,7 @@ mod listing;
 mod looks;
 mod postgres;
 mod postgres_tls;
+mod pruning;
 mod run;
 mod trigger_data;
 
