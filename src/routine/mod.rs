@@ -21,7 +21,7 @@ pub use crate::config::routine_file::{
     AgentOverrides, CatchUp, CreatedBy, FileEvent, FileTrigger, OnFailure, Overlap, RetrySpec, RoutineFile, Session,
     TriggerSpec, WebhookAuth, WebhookTrigger,
 };
-pub use load::{LoadedRoutines, load_all, load_one};
+pub use load::{LoadedRoutines, NamedSecret, load_all, load_one, unset_secrets};
 pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest};
 
 /// A time trigger, parsed.
