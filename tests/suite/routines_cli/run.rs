@@ -143,7 +143,7 @@ async fn a_silent_reply_delivers_nothing_and_exits_0() {
     mock.push_all([tool_call("file_list", json!({})), text("NO_REPLY"), text(super::NOTHING_FOUND)]);
     let o = p.run_async(["run", "watch"]).await;
     o.success().stdout_is("").stderr_is(
-        "running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent (nothing to report; nothing delivered)\n",
+        "running watch...\n  · file_list: .\n  ✓ file_list: routines/\nrun 1: silent (nothing to report; nothing delivered)\n",
     );
     assert!(!p.path().join("out").exists());
     let show = p.show(1).await;
