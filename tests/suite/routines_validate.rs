@@ -391,6 +391,27 @@ fn trigger_fields_are_checked_against_the_routines_own_triggers() {
     );
 }
 
+/// A template file is checked for the routines that use it, and the problem placed in the file.
+#[test]
+fn trigger_fields_in_template_files_are_placed_in_the_file() {
+    let p = Routines::offline();
+    p.write("templates/hook.md.j2", "Deploy\n  {{ trigger.json.ref }} {{ trigger.bdy }}\n")
+        .write("templates/report.md.j2", "{{ output }} from {{ trigger.path }}\n")
+        .write("routines/hook.yaml", "on: [{ webhook: { path: /hooks/a, auth: none } }]\nprompt_template: hook.md.j2\n")
+        .write(
+            "routines/a.yaml",
+            "on: [{ every: 1h }]\nprompt: hi\ndeliver: [{ file: { path: a.md, template: report.md.j2 } }]\n",
+        )
+        .write(
+            "routines/b.yaml",
+            "on: [{ every: 2h }]\nprompt: hi\ndeliver: [{ file: { path: b.md, template: report.md.j2 } }]\n",
+        );
+    p.run(["validate"]).code(2).stderr_is("error: 2 problems found\n").stdout_is(
+        "templates/hook.md.j2:2:29: template `hook.md.j2` uses `trigger.bdy`, which is not defined\n  help: did you mean `trigger.body`?\n\
+         templates/report.md.j2:1:22: template `report.md.j2` uses `trigger.path`, which is not defined\n  help: `trigger.path` is set only by file and webhook triggers; this routine's triggers: every\n",
+    );
+}
+
 #[test]
 fn delivery_paths_that_leave_the_workspace_are_errors() {
     let p = Routines::offline();

@@ -65,7 +65,9 @@ pub(super) fn check_delivery(
         DeliveryTarget::File(f) => {
             with(&["file", "path"], &mut |p| check_template(templates, at, p, &f.path, &roots, diags));
             if let Some(t) = &f.template {
-                with(&["file", "template"], &mut |p| check_template_file(templates, shown_dir, at, p, t, diags));
+                with(&["file", "template"], &mut |p| {
+                    check_template_file(templates, shown_dir, at, p, t, &roots, diags)
+                });
             }
         }
         DeliveryTarget::Mail(m) => {
@@ -95,7 +97,7 @@ pub(super) fn check_delivery(
             }
             for (field, t) in [("template", &m.template), ("html_template", &m.html_template)] {
                 if let Some(t) = t {
-                    with(&["mail", field], &mut |p| check_template_file(templates, shown_dir, at, p, t, diags));
+                    with(&["mail", field], &mut |p| check_template_file(templates, shown_dir, at, p, t, &roots, diags));
                 }
             }
         }

@@ -180,6 +180,8 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         );
     }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
+    // A template file shared by routines is reported once.
+    out.diagnostics.0.dedup();
     out.warnings = std::mem::take(&mut out.warnings).sorted();
     out.failing = std::mem::take(&mut out.failing).sorted();
     out
@@ -324,7 +326,9 @@ fn check(
             at.error(&["prompt_template"], "both `prompt` and `prompt_template` are set").with_hint("keep one of them"),
         ),
         (Some(p), None) => check_template(templates, at, &["prompt"], p, &scope, diags),
-        (None, Some(file)) => check_template_file(templates, &shown_dir, at, &["prompt_template"], file, diags),
+        (None, Some(file)) => {
+            check_template_file(templates, &shown_dir, at, &["prompt_template"], file, &scope, diags);
+        }
     }
 
     // Triggers.

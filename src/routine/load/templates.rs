@@ -70,8 +70,12 @@ pub(super) fn check_template(
         let mut reported: Vec<&str> = Vec::new();
         for v in &vars {
             let root = v.split('.').next().unwrap_or(v);
-            if let Some(d) = unknown_field(at, rel, &label, source, v, scope) {
-                diags.push(d);
+            if let Some(f) = unknown_field(&label, source, v, scope) {
+                let d = match f.place {
+                    Some((line, col)) => at.error_in(rel, line, col, f.message),
+                    None => at.error(rel, f.message),
+                };
+                diags.push(d.with_hint(f.hint));
                 continue;
             }
             if roots.contains(&root) || reported.contains(&root) {
@@ -95,16 +99,17 @@ pub(super) fn check_template(
 /// Fields of the context objects whose shape is fixed (SPEC §4).
 const FIXED_FIELDS: [(&str, &[&str]); 2] = [("routine", &["name", "description"]), ("run", &["id", "attempt"])];
 
+/// A field a template reads that its context does not have.
+struct UnknownField {
+    message: String,
+    hint: String,
+    /// Line and column of its first use in the template.
+    place: Option<(usize, usize)>,
+}
+
 /// `routine.nmae`, `trigger.bdy` and the like: a field that the fixed objects never have, or
 /// that no trigger of the routine gives.
-fn unknown_field(
-    at: &Locator,
-    rel: &[&str],
-    label: &str,
-    source: &str,
-    var: &str,
-    scope: &Scope,
-) -> Option<Diagnostic> {
+fn unknown_field(label: &str, source: &str, var: &str, scope: &Scope) -> Option<UnknownField> {
     let mut segs = var.split('.');
     let (root, field) = (segs.next()?, segs.next()?);
     let trigger_fields = scope.trigger_fields();
@@ -122,11 +127,20 @@ fn unknown_field(
         None => format!("`{root}` has: {}", fields.join(", ")),
     };
     let message = format!("template `{label}` uses `{root}.{field}`, which is not defined");
-    let d = match first_use(source, &format!("{root}.{field}")) {
-        Some((line, col)) => at.error_in(rel, line, col, message),
-        None => at.error(rel, message),
-    };
-    Some(d.with_hint(hint))
+    Some(UnknownField { message, hint, place: first_use(source, &format!("{root}.{field}")) })
+}
+
+/// The fields a template file reads that its context does not have (`trigger.bdy`), placed in
+/// the file (`shown_dir/file`). Unknown top-level names are left to the render: a file may be
+/// shared, extended or imported in ways its own source does not show.
+fn check_file_fields(templates: &Templates, shown_dir: &str, file: &str, scope: &Scope, diags: &mut Diagnostics) {
+    let Ok(source) = std::fs::read_to_string(templates.dir().join(file)) else { return };
+    let Ok(vars) = templates.variables(file, &source) else { return };
+    let shown = Path::new(shown_dir).join(file);
+    for f in vars.iter().filter_map(|v| unknown_field(file, &source, v, scope)) {
+        let (line, col) = f.place.unwrap_or((1, 1));
+        diags.push(Diagnostic::new(&shown, line, col, f.message).with_hint(f.hint));
+    }
 }
 
 /// Why `trigger.{field}` is missing here: another kind of trigger sets it (or a name close to
@@ -153,18 +167,20 @@ fn guarded(source: &str, path: &str) -> bool {
     })
 }
 
-/// A template file named at `rel` (`prompt_template`, a delivery `template`).
+/// A template file named at `rel` (`prompt_template`, a delivery `template`), and the fields
+/// it reads that `scope` lacks.
 pub(super) fn check_template_file(
     templates: &Templates,
     shown_dir: &str,
     at: &Locator,
     rel: &[&str],
     file: &str,
+    scope: &Scope,
     diags: &mut Diagnostics,
 ) {
     let field = display_path(rel);
     let d = match templates.check_file(file) {
-        Ok(()) => return,
+        Ok(()) => return check_file_fields(templates, shown_dir, file, scope, diags),
         Err(TemplateError::NotFound { name, .. }) if name == file => {
             let existing = template_names(templates.dir());
             let hint = match did_you_mean(file, existing.iter().map(String::as_str)) {
