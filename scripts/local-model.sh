@@ -10,6 +10,7 @@
 # Files live in $ROUTINES_LLM_DIR (default ~/.cache/routines-llm).
 set -euo pipefail
 W=${ROUTINES_LLM_DIR:-$HOME/.cache/routines-llm}
+. "$(dirname "$0")/quietly.sh"
 SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
 
 setup() {
@@ -38,9 +39,10 @@ PY
     rm -rf "$W/src"; mkdir -p "$W/src"
     tar xzf "$W/dl/llama_cpp_python-0.3.16.tar.gz" -C "$W/src"
     S="$W/src/llama_cpp_python-0.3.16/vendor/llama.cpp"
-    cmake -S "$S" -B "$S/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF -DGGML_NATIVE=ON \
-          -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >/dev/null
-    cmake --build "$S/build" --target llama-server -j"$(nproc)" >/dev/null
+    quietly "$W/build.log" "configuring llama-server" cmake -S "$S" -B "$S/build" -DCMAKE_BUILD_TYPE=Release \
+      -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF
+    quietly "$W/build-llama-server.log" "building llama-server" \
+      cmake --build "$S/build" --target llama-server -j"$(nproc)"
     cp "$S/build/bin/llama-server" "$W/llama-server"
     rm -rf "$W/src"
   fi

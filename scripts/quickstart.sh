@@ -7,9 +7,10 @@
 # Usage: scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/quietly.sh
 
-echo "==> Building routines (release)" >&2
-cargo build --release --locked
+echo "==> Building routines (release; the compiler's output goes to a log)" >&2
+quietly "$PWD/target/quickstart-build.log" "cargo build --release" cargo build --release --locked
 BIN=$PWD/target/release/routines
 DEMO=${ROUTINES_DEMO_DIR:-$PWD/demo}
 

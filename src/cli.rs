@@ -38,7 +38,11 @@ pub enum Command {
         dir: Option<PathBuf>,
     },
     /// Check the config and every routine; print every problem as FILE:LINE:COL.
-    Validate,
+    Validate {
+        /// Print the problems as a JSON list of {file, line, col, severity, message, hint}.
+        #[arg(long)]
+        json: bool,
+    },
     /// One row per routine: name, enabled, triggers, next fire, last status, skipped and missed fires.
     List {
         #[arg(long)]

@@ -57,7 +57,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Init { dir } => commands::init::run(&cwd, dir.as_deref()),
         Command::Completions { shell } => commands::completions::run(shell.name()),
-        Command::Validate => commands::validate::run(&config()?),
+        Command::Validate { json } => commands::validate::run(config(), json),
         Command::List { json } => commands::inspect::list(&config()?, json),
         Command::Next { name, n, json } => commands::inspect::next(&config()?, &name, n, json),
         Command::History { name, limit, status, json } => {

@@ -80,7 +80,9 @@ impl AgentSetup<'_> {
             o.map(|o| (o.assist, o.assist_off.as_slice())),
         );
         let autonomy = o.and_then(|o| o.autonomy).unwrap_or(c.agent.autonomy);
-        let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?.with_protected(&c.engine_files());
+        let mut policy = Policy::new(autonomy, &c.workspace, &c.forbidden_paths)?
+            .with_protected(&c.engine_files())
+            .with_unlisted(std::slice::from_ref(&c.data_dir));
         policy.allowed_commands = c.security.allowed_commands.clone();
         policy.allowed_hosts = c.security.allowed_hosts.clone();
         let catalog = Arc::new(Catalog::load(&c.skills_dir, &c.base_dir, &tool_names()));

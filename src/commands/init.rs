@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use routines::config::ProcessEnv;
+
 use crate::app::Error;
 
 const CONFIG: &str = include_str!("../../routines.example.yaml");
@@ -44,8 +46,30 @@ pub fn run(cwd: &Path, dir: Option<&Path>) -> Result<(), Error> {
         std::fs::write(&path, content).map_err(|source| Error::Write { path: path.clone(), source })?;
         eprintln!("created  {}", path.display());
     }
-    eprintln!(
-        "Next: set provider.base_url and provider.model in routines.yaml, then `routines run hello`; `routines skills` lists the example skill."
-    );
+    eprintln!("Next: {}; `routines skills` lists the example skill.", next_step(cwd, &root.join("routines.yaml")));
     Ok(())
+}
+
+/// What to do next with the config at `file`: set what the provider lacks (in the file, or
+/// by environment), or run `hello` against the model already set.
+fn next_step(cwd: &Path, file: &Path) -> String {
+    let Ok(config) = routines::config::load(Some(file), cwd, &ProcessEnv) else {
+        return "fix routines.yaml as `routines validate` says, then `routines run hello`".into();
+    };
+    let p = &config.provider;
+    if let (Some(url), Some(model)) = (&p.base_url, &p.model) {
+        return format!("`routines run hello` asks {model} at {url} (from {})", p.base_url_source);
+    }
+    let (fields, vars): (Vec<&str>, Vec<&str>) = [
+        p.base_url.is_none().then_some(("provider.base_url", "ROUTINES_BASE_URL")),
+        p.model.is_none().then_some(("provider.model", "ROUTINES_MODEL")),
+    ]
+    .into_iter()
+    .flatten()
+    .unzip();
+    format!(
+        "set {} in routines.yaml (or export {}), then `routines run hello`",
+        fields.join(" and "),
+        vars.join(" and ")
+    )
 }

@@ -134,6 +134,22 @@ pub struct TriggerSpec {
     pub webhook: Option<WebhookTrigger>,
 }
 
+impl TriggerSpec {
+    /// The kinds it sets (`cron`, `every`, `at`, `file`, `webhook`): exactly one when valid.
+    pub fn kinds(&self) -> Vec<&'static str> {
+        [
+            self.cron.as_ref().map(|_| "cron"),
+            self.every.as_ref().map(|_| "every"),
+            self.at.as_ref().map(|_| "at"),
+            self.file.as_ref().map(|_| "file"),
+            self.webhook.as_ref().map(|_| "webhook"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileTrigger {

@@ -59,6 +59,8 @@ pub struct Policy {
     /// The engine's own files and `security.protected_paths`, literal and canonical forms:
     /// readable, never written by a tool.
     protected: Vec<PathBuf>,
+    /// Left out of listings (the engine's data folder): nothing there is the user's work.
+    unlisted: Vec<PathBuf>,
     /// The workspace opened once: what tools read and write goes through it.
     fs: Confinement,
 }
@@ -83,6 +85,7 @@ impl Policy {
             allowed_commands: Vec::new(),
             allowed_hosts: Vec::new(),
             protected: Vec::new(),
+            unlisted: Vec::new(),
             fs,
         })
     }
@@ -91,6 +94,12 @@ impl Policy {
     pub fn with_protected(mut self, paths: &[PathBuf]) -> Self {
         self.protected = with_canonical_forms(paths);
         self.fs = self.fs.with_protected(self.protected.clone());
+        self
+    }
+
+    /// The same policy, leaving `paths` and everything under them out of listings.
+    pub fn with_unlisted(mut self, paths: &[PathBuf]) -> Self {
+        self.unlisted = with_canonical_forms(paths);
         self
     }
 
@@ -215,6 +224,11 @@ impl Policy {
     /// Whether a path already resolved is forbidden (for listings).
     pub fn is_forbidden(&self, path: &Path) -> bool {
         paths::under_any(&self.forbidden, path)
+    }
+
+    /// Whether a path already resolved is left out of listings: forbidden, or unlisted.
+    pub fn is_unlisted(&self, path: &Path) -> bool {
+        self.is_forbidden(path) || paths::under_any(&self.unlisted, path)
     }
 
     /// The first of `args`, the arguments of a command run in `cwd`, that

@@ -23,7 +23,7 @@ pub use crate::config::routine_file::{
     TriggerSpec, WebhookAuth, WebhookTrigger,
 };
 pub use by_hand::{HandData, by_hand};
-pub use load::{LoadedRoutines, load_all, load_one};
+pub use load::{LoadedRoutines, NamedSecret, load_all, load_one, unset_secrets};
 pub use trigger::{FileContext, StoredTriggerError, TriggerContext, WebhookRequest, fired_by};
 
 /// A time trigger, parsed.

@@ -237,7 +237,7 @@ impl Tool for FileList {
         }
         let recursive = args.recursive.unwrap_or(false);
         let policy = ctx.policy.clone();
-        let listing = tokio::task::spawn_blocking(move || list(opened, recursive, &|p| policy.is_forbidden(p)))
+        let listing = tokio::task::spawn_blocking(move || list(opened, recursive, &|p| policy.is_unlisted(p)))
             .await
             .map_err(|e| ToolError::System(format!("listing failed: {e}")))?
             .map_err(|e| io_failure(&shown, &e))?;
@@ -296,7 +296,7 @@ struct Listing {
 
 /// The entries under the open folder `root` (at `root.path` in the workspace), each folder
 /// opened from the one above it without following symlinks: a link is listed, never entered.
-fn list(root: Opened, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std::io::Result<Listing> {
+fn list(root: Opened, recursive: bool, hidden: &dyn Fn(&Path) -> bool) -> std::io::Result<Listing> {
     use rustix::fs::{AtFlags, FileType, Mode, OFlags};
     let mut out = Listing { entries: Vec::new(), more: false };
     let mut stack = vec![(std::os::fd::OwnedFd::from(root.file), std::path::PathBuf::new())];
@@ -312,7 +312,7 @@ fn list(root: Opened, recursive: bool, forbidden: &dyn Fn(&Path) -> bool) -> std
         let mut subdirs = Vec::new();
         for name in names {
             let rel = rel_dir.join(&name);
-            if forbidden(&root.path.join(&rel)) {
+            if hidden(&root.path.join(&rel)) {
                 continue;
             }
             let Ok(st) = rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) else { continue };

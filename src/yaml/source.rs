@@ -44,7 +44,7 @@ pub enum NodeKind {
 }
 
 impl Node {
-    pub(super) fn scalar_str(&self) -> Option<&str> {
+    pub fn scalar_str(&self) -> Option<&str> {
         match &self.kind {
             NodeKind::Scalar(s) => Some(s),
             _ => None,

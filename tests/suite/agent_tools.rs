@@ -62,3 +62,20 @@ async fn zh_labels_tool_results_in_chinese() {
     assert!(result.starts_with("[失败] "), "{result}");
     assert!(crate::common::content(&reqs[0], 0).contains("Reply in Simplified Chinese"));
 }
+
+/// The engine's data folder (the database, the outbox) is not the user's work: a listing of the
+/// workspace leaves it out, so a model describing the workspace sees the user's files first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listing_the_workspace_leaves_out_the_engines_data_folder() {
+    let mock = crate::common::mock_llm::MockLlm::start().await;
+    mock.push_all([tool_call("file_list", json!({})), text("One note.")]);
+    let p = crate::common::Routines::project(&mock.base_url(), "");
+    p.write("notes.md", "# Notes\n")
+        .write("routines/hello.yaml", "prompt: Describe the workspace.\nagent: { tools: [file_list] }\n");
+    p.run_async(["run", "hello"]).await.success().stdout_is("One note.\n");
+    assert!(p.path().join(".routines/routines.db").exists());
+    let listing = last_message(&mock.requests()[1])["content"].as_str().unwrap().to_string();
+    assert!(listing.contains("notes.md (8 B)"), "{listing}");
+    assert!(!listing.contains(".routines"), "{listing}");
+    assert!(listing.contains("routines/"), "{listing}");
+}

@@ -80,3 +80,20 @@ fn defaults_follow_the_settings_they_depend_on() {
         .code(2)
         .stderr_has("2 greetings at least 4h apart do not fit in the greeting hours 09:00–12:00");
 }
+
+/// `init` asks only for what the provider still lacks: nothing when the environment or the
+/// config already names the model and its URL.
+#[test]
+fn init_names_only_the_provider_settings_still_missing() {
+    let p = Routines::new().env("ROUTINES_BASE_URL", "http://127.0.0.1:8088/v1").env("ROUTINES_MODEL", "qwen-coder");
+    let o = p.run(["init", "demo"]);
+    o.success().stderr_has(
+        "Next: `routines run hello` asks qwen-coder at http://127.0.0.1:8088/v1 (from $ROUTINES_BASE_URL); `routines skills` lists the example skill.\n",
+    );
+    assert!(!o.stderr.contains("set provider"), "{o}");
+
+    let p = Routines::new().config("provider:\n  base_url: http://127.0.0.1:9/v1\n");
+    p.run(["init"]).success().stderr_has(
+        "Next: set provider.model in routines.yaml (or export ROUTINES_MODEL), then `routines run hello`; `routines skills` lists the example skill.\n",
+    );
+}

@@ -170,7 +170,8 @@ fn attach_needs_a_model_that_takes_images() {
     p.write("routines/look.yaml", "prompt: Look.\nattach: [\"/etc/*.png\", \"{{ trigger.pth }}\"]\n");
     p.run(["validate"]).code(2).stdout_is(
         "routines/look.yaml:2:1: `attach` sends images, but provider.vision is false\n  help: set `vision: true` under `provider:` in routines.yaml if the model accepts images; else remove `attach`\n\
-         routines/look.yaml:2:10: `/etc/*.png` leaves the workspace\n  help: images are sent only from inside the workspace; write paths and globs relative to it\n",
+         routines/look.yaml:2:10: `/etc/*.png` leaves the workspace\n  help: images are sent only from inside the workspace; write paths and globs relative to it\n\
+         routines/look.yaml:2:28: template `attach[1]` uses `trigger.pth`, which is not defined\n  help: did you mean `trigger.path`? `trigger.path` is set only by file and webhook triggers; this routine's triggers: none but manual\n",
     );
 }
 

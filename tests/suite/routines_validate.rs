@@ -337,7 +337,7 @@ fn a_folder_of_broken_routines_is_reported_sorted_and_the_valid_ones_still_load(
 
 #[test]
 fn a_valid_folder_validates_with_exit_code_0() {
-    let p = Routines::offline();
+    let p = Routines::offline().env("DEPLOY_HOOK_SECRET", "a-long-random-secret");
     p.write("templates/report.md.j2", "# {{ routine.name }} {{ status }}\n\n{{ output }}{{ error }}\n").write(
         "routines/full.yaml",
         "name: daily-report\ndescription: All the keys\nenabled: true\non:\n  - cron: \"0 9 * * 1-5\"\n    timezone: Europe/Berlin\n  - every: 30m\n  - at: 2026-12-01T09:00:00+01:00\n  - file: { paths: [\"inbox/*.csv\"], events: [create, modify], debounce: 2s }\n  - webhook: { path: /hooks/deploy, secret_env: DEPLOY_HOOK_SECRET }\nprompt: |\n  Summarize {{ vars.repo }}. Fired by {{ trigger.kind }} at {{ now }} (run {{ run.id }}, attempt {{ run.attempt }}).\nvars: { repo: ./app }\nagent:\n  model: deepseek-chat\n  temperature: 0.2\n  max_iterations: 10\n  autonomy: read_only\n  tools: [shell, file_read, file_list]\n  allow_commands: [git]\n  session: isolated\ntimeout: 10m\noverlap: skip\ncatch_up: latest\ncatch_up_window: 24h\njitter: 0s\nretry: { attempts: 3, backoff: 10s, max_backoff: 5m }\nsilent_token: NO_REPLY\ndeliver:\n  - file: { path: \"reports/{{ routine.name }}/{{ now | date('%Y-%m-%d') }}.md\", template: report.md.j2, mode: overwrite }\n  - mail: { to: [ops@example.com], subject: \"Daily report {{ now | date('%Y-%m-%d') }}\" }\non_failure:\n  deliver: [ { mail: { to: [\"On Call <oncall@example.com>\"], subject: \"routine {{ routine.name }} failed: {{ error }}\" } } ]\n",
@@ -372,4 +372,131 @@ fn routines_written_inline_in_the_config_are_checked_too() {
     ));
     let o = p.run(["list", "--json"]);
     assert_eq!(o.json().as_array().unwrap().iter().map(|r| r["name"].clone()).collect::<Vec<_>>(), ["ok-one"]);
+}
+
+/// `trigger` has what the routine's triggers give: a field none of them gives is undefined at
+/// every fire, and a typo is found before the first one.
+#[test]
+fn trigger_fields_are_checked_against_the_routines_own_triggers() {
+    let p = Routines::offline().env("HOOK_SECRET", "s3cret-value");
+    p.write("routines/hook.yaml", "on:\n  - webhook: { path: /hooks/a, secret_env: HOOK_SECRET }\nprompt: \"Deploy {{ trigger.bdy }}\"\n")
+        .write("routines/daily.yaml", "on:\n  - cron: \"0 9 * * *\"\nprompt: |\n  Summarize.\n  Body: {{ trigger.body }}\n")
+        .write(
+            "routines/fine.yaml",
+            "on:\n  - every: 1h\n  - file: { paths: [\"inbox/*\"] }\nprompt: \"{{ trigger.kind }} {{ trigger.path }} {{ trigger.event }} {{ trigger.scheduled_for }} {{ trigger.body | default('') }}\"\n",
+        );
+    p.run(["validate"]).code(2).stderr_is("error: 2 problems found\n").stdout_is(
+        "routines/daily.yaml:5:12: template `prompt` uses `trigger.body`, which is not defined\n  help: `trigger.body` is set only by webhook triggers; this routine's triggers: cron\n\
+         routines/hook.yaml:3:20: template `prompt` uses `trigger.bdy`, which is not defined\n  help: did you mean `trigger.body`?\n",
+    );
+}
+
+/// A template file is checked for the routines that use it, and the problem placed in the file.
+#[test]
+fn trigger_fields_in_template_files_are_placed_in_the_file() {
+    let p = Routines::offline();
+    p.write("templates/hook.md.j2", "Deploy\n  {{ trigger.json.ref }} {{ trigger.bdy }}\n")
+        .write("templates/report.md.j2", "{{ output }} from {{ trigger.path }}\n")
+        .write("routines/hook.yaml", "on: [{ webhook: { path: /hooks/a, auth: none } }]\nprompt_template: hook.md.j2\n")
+        .write(
+            "routines/a.yaml",
+            "on: [{ every: 1h }]\nprompt: hi\ndeliver: [{ file: { path: a.md, template: report.md.j2 } }]\n",
+        )
+        .write(
+            "routines/b.yaml",
+            "on: [{ every: 2h }]\nprompt: hi\ndeliver: [{ file: { path: b.md, template: report.md.j2 } }]\n",
+        );
+    p.run(["validate"]).code(2).stderr_is("error: 2 problems found\n").stdout_is(
+        "templates/hook.md.j2:2:29: template `hook.md.j2` uses `trigger.bdy`, which is not defined\n  help: did you mean `trigger.body`?\n\
+         templates/report.md.j2:1:22: template `report.md.j2` uses `trigger.path`, which is not defined\n  help: `trigger.path` is set only by file and webhook triggers; this routine's triggers: every\n",
+    );
+}
+
+#[test]
+fn delivery_paths_that_leave_the_workspace_are_errors() {
+    let p = Routines::offline();
+    let inside = p.path().join("reports/in.md").display().to_string();
+    p.write(
+        "routines/out.yaml",
+        &format!(
+            "prompt: hi\ndeliver:\n  - file: {{ path: ../outside.md }}\n  - file: {{ path: \"/tmp/{{{{ routine.name }}}}.md\" }}\n  - file: {{ path: \"{inside}\" }}\n  - file: {{ path: \"reports/{{{{ routine.name }}}}/../x.md\" }}\non_failure:\n  deliver: [ {{ file: {{ path: \"a/../../b.md\" }} }} ]\n"
+        ),
+    );
+    let help = "\n  help: deliveries are written only inside the workspace; write the path relative to it\n";
+    p.run(["validate"]).code(2).stderr_is("error: 3 problems found\n").stdout_is(&format!(
+        "routines/out.yaml:3:19: `../outside.md` leaves the workspace{help}\
+         routines/out.yaml:4:19: `/tmp/{{{{ routine.name }}}}.md` leaves the workspace{help}\
+         routines/out.yaml:8:30: `a/../../b.md` leaves the workspace{help}"
+    ));
+}
+
+/// A webhook whose secret is unset refuses every request, and a daemon whose page token is
+/// unset does not start: errors. A key, a login or a database URL that only later steps need:
+/// warnings. Names written as their defaults are optional and not asked for.
+#[test]
+fn unset_secret_variables_are_errors_where_nothing_works_without_them() {
+    let p = Routines::project(
+        "http://127.0.0.1:9/v1",
+        "server:\n  token_env: UI_TOKEN\nstore:\n  url_env: PG_URL\nmail:\n  from: r@example.com\n  smtp: { host: smtp.example.com, username_env: SMTP_USER, password_env: SMTP_PASS }\n",
+    );
+    p.write("routines/hook.yaml", "on:\n  - webhook: { path: /hooks/deploy, secret_env: DEPLOY_SECRET }\nprompt: hi\n");
+    let o = p.run(["validate"]);
+    let cfg = p.path().join("routines.yaml").display().to_string();
+    o.code(2).stderr_is("error: 2 problems found (3 warnings)\n").stdout_is(&format!(
+        "{cfg}:8:14: server.token_env names $UI_TOKEN, which is not set: the daemon does not start\n  help: export UI_TOKEN with a long random token (e.g. `openssl rand -hex 32`), or remove token_env\n\
+         {cfg}:10:12: warning: store.url_env names $PG_URL, which is not set: the state is kept in SQLite in data_dir\n  help: export PG_URL with a postgres:// URL, or remove url_env to keep the state in SQLite\n\
+         {cfg}:13:49: warning: mail.smtp.username_env names $SMTP_USER, which is not set: mail is sent without a login, which most servers refuse\n  help: export SMTP_USER in the environment of the daemon and of `routines run`\n\
+         {cfg}:13:74: warning: mail.smtp.password_env names $SMTP_PASS, which is not set: mail is sent without a login, which most servers refuse\n  help: export SMTP_PASS in the environment of the daemon and of `routines run`\n\
+         routines/hook.yaml:2:49: `secret_env` names $DEPLOY_SECRET, which is not set: the webhook /hooks/deploy refuses every request until it is\n  help: export DEPLOY_SECRET in the daemon's environment (e.g. `openssl rand -hex 32`)\n"
+    ));
+    // A login half set stops the mailer: then the missing half is an error.
+    let o = p
+        .command(["validate"])
+        .env("SMTP_USER", "me")
+        .env("UI_TOKEN", "t0ken-value")
+        .env("DEPLOY_SECRET", "s3cret")
+        .run();
+    o.code(2).stderr_is("error: 1 problem found (1 warning)\n").stdout_has(
+        "password_env names $SMTP_PASS, which is not set: with only one of username and password, `routines run` and the daemon stop with an error\n",
+    );
+    let all_set = p
+        .command(["validate"])
+        .env("SMTP_USER", "me")
+        .env("SMTP_PASS", "pa55word")
+        .env("UI_TOKEN", "t0ken-value")
+        .env("DEPLOY_SECRET", "s3cret")
+        .env("PG_URL", "postgres://u@127.0.0.1:9/db")
+        .run();
+    all_set.success().stdout_is("").stderr_is("ok: the config and 1 routine are valid\n");
+}
+
+#[test]
+fn validate_json_lists_each_problem_with_its_place_and_severity() {
+    let p = Routines::project("http://127.0.0.1:9/v1", "store:\n  url_env: PG_URL\n");
+    p.write("routines/hook.yaml", "on:\n  - webhook: { path: /hooks/a, auth: none }\nprompt: \"{{ trigger.bdy }}\"\n");
+    let o = p.run(["validate", "--json"]);
+    o.code(2).stderr_is("error: 1 problem found (1 warning)\n");
+    let cfg = p.path().join("routines.yaml").display().to_string();
+    assert_eq!(
+        o.json(),
+        serde_json::json!([
+            {"file": cfg, "line": 8, "col": 12, "severity": "warning",
+             "message": "store.url_env names $PG_URL, which is not set: the state is kept in SQLite in data_dir",
+             "hint": "export PG_URL with a postgres:// URL, or remove url_env to keep the state in SQLite"},
+            {"file": "routines/hook.yaml", "line": 3, "col": 13, "severity": "error",
+             "message": "template `prompt` uses `trigger.bdy`, which is not defined",
+             "hint": "did you mean `trigger.body`?"},
+        ])
+    );
+    p.write("routines/hook.yaml", "on:\n  - webhook: { path: /hooks/a, auth: none }\nprompt: \"{{ trigger.body }}\"\n");
+    let o = p.command(["validate", "--json"]).env("PG_URL", "postgres://u@127.0.0.1:9/db").run();
+    o.success().stderr_is("ok: the config and 1 routine are valid\n");
+    assert_eq!(o.json(), serde_json::json!([]));
+    // An invalid config's problems come as the same list.
+    let p = Routines::new().config("provider:\n  modle: x\n");
+    let o = p.run(["validate", "--json"]);
+    o.code(2);
+    assert_eq!(o.json()[0]["message"], "unknown field `modle` in `provider`");
+    assert_eq!(o.json()[0]["severity"], "error");
+    assert_eq!(o.json()[0]["line"], 2);
 }

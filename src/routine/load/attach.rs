@@ -2,8 +2,9 @@
 //! each entry is a valid template, and a literal path stays inside the workspace. What the
 //! entries match is checked at each run, before any model call.
 
+use super::Locator;
+use super::scope::Scope;
 use super::templates::check_template;
-use super::{CONTEXT_ROOTS, Locator};
 use crate::config::Config;
 use crate::diag::Diagnostics;
 use crate::routine::RoutineFile;
@@ -14,6 +15,7 @@ pub(super) fn check_attach(
     at: &Locator,
     config: &Config,
     templates: &Templates,
+    scope: &Scope,
     diags: &mut Diagnostics,
 ) {
     if spec.attach.is_empty() {
@@ -35,7 +37,7 @@ pub(super) fn check_attach(
             );
             continue;
         }
-        check_template(templates, at, &rel, entry, &CONTEXT_ROOTS, diags);
+        check_template(templates, at, &rel, entry, scope, diags);
         let templated = entry.contains("{{") || entry.contains("{%");
         if !templated && (entry_trimmed.starts_with('/') || entry_trimmed.split('/').any(|seg| seg == "..")) {
             diags.push(

@@ -11,6 +11,8 @@ mod agent_made;
 mod attach;
 mod deliveries;
 mod schedule_grant;
+mod scope;
+mod secrets;
 mod skills;
 mod templates;
 mod triggers;
@@ -24,8 +26,10 @@ use crate::skills::Catalog;
 use crate::yaml::{self, SourceMap};
 use agent_made::check_agent_made;
 use attach::check_attach;
-use deliveries::check_delivery;
+use deliveries::{Setting, check_delivery, leaving_workspace};
 use schedule_grant::check_schedule_grant;
+use scope::Scope;
+pub use secrets::{NamedSecret, unset_secrets};
 use skills::check_skills;
 use templates::{check_template, check_template_file};
 use triggers::check_trigger;
@@ -38,9 +42,25 @@ pub struct LoadedRoutines {
     /// What works but is likely not meant (a skill naming tools its routine lacks); the
     /// routines load. Each message starts with `warning: `.
     pub warnings: Diagnostics,
+    /// What fails at every run though the routine loads (a file delivery whose path leaves the
+    /// workspace is refused alone; the run and its other targets go on): `validate` counts
+    /// these as errors.
+    pub failing: Diagnostics,
+    /// The secret variables the loaded routines name, for `validate` to look up.
+    pub secrets: Vec<NamedSecret>,
 }
 
 impl LoadedRoutines {
+    /// Records what `validate` tells of `routine` before a run: delivery paths that leave the
+    /// workspace, and the secret variables it names.
+    fn before_a_run(&mut self, routine: &Routine, at: &Locator, config: &Config) {
+        let spec = &routine.spec;
+        self.failing.extend(leaving_workspace(&spec.deliver, &["deliver"], at, &config.workspace));
+        let on_failure = leaving_workspace(&spec.on_failure.deliver, &["on_failure", "deliver"], at, &config.workspace);
+        self.failing.extend(on_failure);
+        self.secrets.extend(secrets::of_webhooks(routine, at));
+    }
+
     pub fn get(&self, name: &str) -> Option<&Routine> {
         self.routines.iter().find(|r| r.name == name)
     }
@@ -97,8 +117,12 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
     let known = Known { templates: &templates, tool_names, catalog: &catalog };
     for (spec, at) in candidates {
         let before = out.diagnostics.len();
-        let routine = check(spec, &at, config, &known, &mut out.diagnostics, &mut out.warnings);
-        let Some(routine) = routine.filter(|_| out.diagnostics.len() == before) else { continue };
+        let Some(routine) = check(spec, &at, config, &known, &mut out.diagnostics, &mut out.warnings) else { continue };
+        if out.diagnostics.len() != before {
+            // Its other problems are reported with these, all at once.
+            out.before_a_run(&routine, &at, config);
+            continue;
+        }
         if let Some(first) = seen.get(&routine.name) {
             let (line, col) = at.locate(&["name"]);
             out.diagnostics.push(
@@ -127,10 +151,14 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         for w in routine.spec.triggers.iter().filter_map(|t| t.webhook.as_ref()) {
             hooks.insert(w.path.clone(), routine.name.clone());
         }
+        out.before_a_run(&routine, &at, config);
         out.routines.push(routine);
     }
     if let Some((_, source)) = inline {
         check_builtin_deliveries(config, source, &templates, &mut out.diagnostics);
+        let at = Locator { source: source.clone(), prefix: Vec::new() };
+        let beats = &config.heartbeat.deliver;
+        out.failing.extend(leaving_workspace(beats, &["heartbeat", "deliver"], &at, &config.workspace));
     }
     if config.security.sandbox == SandboxMode::None {
         let (file, line, col) = match inline {
@@ -152,7 +180,10 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
         );
     }
     out.diagnostics = std::mem::take(&mut out.diagnostics).sorted();
+    // A template file shared by routines is reported once.
+    out.diagnostics.0.dedup();
     out.warnings = std::mem::take(&mut out.warnings).sorted();
+    out.failing = std::mem::take(&mut out.failing).sorted();
     out
 }
 
@@ -161,9 +192,12 @@ pub fn load_all(config: &Config, inline: Option<(&[RoutineFile], &SourceMap)>, t
 fn check_builtin_deliveries(config: &Config, source: &SourceMap, templates: &Templates, diags: &mut Diagnostics) {
     let at = Locator { source: source.clone(), prefix: Vec::new() };
     let shown_dir = shown(templates.dir(), config).display().to_string();
+    // Beats and greetings: `trigger` has its kind and instant only.
+    let scope = Scope::of(&CONTEXT_ROOTS, &[]);
     for (i, target) in config.heartbeat.deliver.iter().enumerate() {
         let idx = i.to_string();
-        check_delivery(target, &["heartbeat", "deliver", &idx], &at, templates, &shown_dir, diags);
+        let setting = Setting { templates, shown_dir: &shown_dir, scope: &scope };
+        check_delivery(target, &["heartbeat", "deliver", &idx], &at, &setting, diags);
     }
 }
 
@@ -282,6 +316,7 @@ fn check(
     }
 
     // The prompt.
+    let scope = Scope::of(&CONTEXT_ROOTS, &spec.triggers);
     match (&spec.prompt, &spec.prompt_template) {
         (None, None) => diags.push(
             at.error(&[], format!("routine `{name}` has no prompt"))
@@ -290,8 +325,10 @@ fn check(
         (Some(_), Some(_)) => diags.push(
             at.error(&["prompt_template"], "both `prompt` and `prompt_template` are set").with_hint("keep one of them"),
         ),
-        (Some(p), None) => check_template(templates, at, &["prompt"], p, &CONTEXT_ROOTS, diags),
-        (None, Some(file)) => check_template_file(templates, &shown_dir, at, &["prompt_template"], file, diags),
+        (Some(p), None) => check_template(templates, at, &["prompt"], p, &scope, diags),
+        (None, Some(file)) => {
+            check_template_file(templates, &shown_dir, at, &["prompt_template"], file, &scope, diags);
+        }
     }
 
     // Triggers.
@@ -387,15 +424,16 @@ fn check(
 
     // Skills and images.
     check_skills(&spec, at, config, known.catalog, tool_names, diags, warnings);
-    check_attach(&spec, at, config, templates, diags);
+    check_attach(&spec, at, config, templates, &scope, diags);
 
     // Deliveries.
+    let setting = Setting { templates, shown_dir: &shown_dir, scope: &scope };
     for (list_key, list) in [("deliver", &spec.deliver), ("on_failure", &spec.on_failure.deliver)] {
         for (i, target) in list.iter().enumerate() {
             let idx = i.to_string();
             let base: Vec<&str> =
                 if list_key == "deliver" { vec!["deliver", &idx] } else { vec!["on_failure", "deliver", &idx] };
-            check_delivery(target, &base, at, templates, &shown_dir, diags);
+            check_delivery(target, &base, at, &setting, diags);
         }
     }
 

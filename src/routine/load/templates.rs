@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::Locator;
+use super::scope::Scope;
 use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
 use crate::routine::template::{TemplateError, Templates};
 use crate::yaml::display_path;
@@ -35,15 +36,16 @@ fn line_start_col(source: &str, line: usize) -> usize {
 }
 
 /// Checks the template `source` written at `rel`: syntax, and variables
-/// outside `roots` or fields the fixed context objects do not have.
+/// outside `scope` or fields the context objects do not have.
 pub(super) fn check_template(
     templates: &Templates,
     at: &Locator,
     rel: &[&str],
     source: &str,
-    roots: &[&str],
+    scope: &Scope,
     diags: &mut Diagnostics,
 ) {
+    let roots = scope.roots.as_slice();
     let label = display_path(rel);
     match templates.check(&label, source) {
         Ok(()) => {}
@@ -68,8 +70,12 @@ pub(super) fn check_template(
         let mut reported: Vec<&str> = Vec::new();
         for v in &vars {
             let root = v.split('.').next().unwrap_or(v);
-            if let Some(d) = unknown_field(at, rel, &label, source, v) {
-                diags.push(d);
+            if let Some(f) = unknown_field(&label, source, v, scope) {
+                let d = match f.place {
+                    Some((line, col)) => at.error_in(rel, line, col, f.message),
+                    None => at.error(rel, f.message),
+                };
+                diags.push(d.with_hint(f.hint));
                 continue;
             }
             if roots.contains(&root) || reported.contains(&root) {
@@ -93,38 +99,88 @@ pub(super) fn check_template(
 /// Fields of the context objects whose shape is fixed (SPEC §4).
 const FIXED_FIELDS: [(&str, &[&str]); 2] = [("routine", &["name", "description"]), ("run", &["id", "attempt"])];
 
-/// `routine.nmae` and the like: a field that the fixed objects never have.
-fn unknown_field(at: &Locator, rel: &[&str], label: &str, source: &str, var: &str) -> Option<Diagnostic> {
+/// A field a template reads that its context does not have.
+struct UnknownField {
+    message: String,
+    hint: String,
+    /// Line and column of its first use in the template.
+    place: Option<(usize, usize)>,
+}
+
+/// `routine.nmae`, `trigger.bdy` and the like: a field that the fixed objects never have, or
+/// that no trigger of the routine gives.
+fn unknown_field(label: &str, source: &str, var: &str, scope: &Scope) -> Option<UnknownField> {
     let mut segs = var.split('.');
     let (root, field) = (segs.next()?, segs.next()?);
-    let (_, fields) = FIXED_FIELDS.iter().find(|(r, _)| *r == root)?;
-    if fields.contains(&field) {
+    let trigger_fields = scope.trigger_fields();
+    let fields: &[&str] = match FIXED_FIELDS.iter().find(|(r, _)| *r == root) {
+        Some((_, fields)) => fields,
+        None if root == "trigger" => &trigger_fields,
+        None => return None,
+    };
+    if fields.contains(&field) || guarded(source, &format!("{root}.{field}")) {
         return None;
     }
     let hint = match did_you_mean(field, fields.iter().copied()) {
         Some(best) => format!("did you mean `{root}.{best}`?"),
+        None if root == "trigger" => trigger_hint(scope, field, fields),
         None => format!("`{root}` has: {}", fields.join(", ")),
     };
     let message = format!("template `{label}` uses `{root}.{field}`, which is not defined");
-    let d = match first_use(source, &format!("{root}.{field}")) {
-        Some((line, col)) => at.error_in(rel, line, col, message),
-        None => at.error(rel, message),
-    };
-    Some(d.with_hint(hint))
+    Some(UnknownField { message, hint, place: first_use(source, &format!("{root}.{field}")) })
 }
 
-/// A template file named at `rel` (`prompt_template`, a delivery `template`).
+/// The fields a template file reads that its context does not have (`trigger.bdy`), placed in
+/// the file (`shown_dir/file`). Unknown top-level names are left to the render: a file may be
+/// shared, extended or imported in ways its own source does not show.
+fn check_file_fields(templates: &Templates, shown_dir: &str, file: &str, scope: &Scope, diags: &mut Diagnostics) {
+    let Ok(source) = std::fs::read_to_string(templates.dir().join(file)) else { return };
+    let Ok(vars) = templates.variables(file, &source) else { return };
+    let shown = Path::new(shown_dir).join(file);
+    for f in vars.iter().filter_map(|v| unknown_field(file, &source, v, scope)) {
+        let (line, col) = f.place.unwrap_or((1, 1));
+        diags.push(Diagnostic::new(&shown, line, col, f.message).with_hint(f.hint));
+    }
+}
+
+/// Why `trigger.{field}` is missing here: another kind of trigger sets it (or a name close to
+/// it), or no trigger has it.
+fn trigger_hint(scope: &Scope, field: &str, fields: &[&str]) -> String {
+    if let Some(why) = scope.missing_because(field) {
+        return why;
+    }
+    match did_you_mean(field, Scope::every_trigger_field()).and_then(|best| Some((best, scope.missing_because(best)?)))
+    {
+        Some((best, why)) => format!("did you mean `trigger.{best}`? {why}"),
+        None => format!("`trigger` has: {}", fields.join(", ")),
+    }
+}
+
+/// Whether a read of `path` is guarded where it is written (`path is defined`, `path | default`):
+/// the template then works where it is missing.
+fn guarded(source: &str, path: &str) -> bool {
+    source.match_indices(path).any(|(i, _)| {
+        let rest = source[i + path.len()..].trim_start();
+        let filter = rest.strip_prefix('|').map(str::trim_start);
+        ["is defined", "is not defined", "is undefined"].iter().any(|t| rest.starts_with(t))
+            || filter.is_some_and(|f| f.starts_with("default") || f.starts_with("d("))
+    })
+}
+
+/// A template file named at `rel` (`prompt_template`, a delivery `template`), and the fields
+/// it reads that `scope` lacks.
 pub(super) fn check_template_file(
     templates: &Templates,
     shown_dir: &str,
     at: &Locator,
     rel: &[&str],
     file: &str,
+    scope: &Scope,
     diags: &mut Diagnostics,
 ) {
     let field = display_path(rel);
     let d = match templates.check_file(file) {
-        Ok(()) => return,
+        Ok(()) => return check_file_fields(templates, shown_dir, file, scope, diags),
         Err(TemplateError::NotFound { name, .. }) if name == file => {
             let existing = template_names(templates.dir());
             let hint = match did_you_mean(file, existing.iter().map(String::as_str)) {

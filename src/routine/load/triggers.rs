@@ -16,16 +16,7 @@ pub(super) fn check_trigger(
     engine_zone: Tz,
     diags: &mut Diagnostics,
 ) -> Option<TimeTrigger> {
-    let kinds: Vec<&str> = [
-        t.cron.as_ref().map(|_| "cron"),
-        t.every.as_ref().map(|_| "every"),
-        t.at.as_ref().map(|_| "at"),
-        t.file.as_ref().map(|_| "file"),
-        t.webhook.as_ref().map(|_| "webhook"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let kinds = t.kinds();
     let sub = |k: &'static str| -> Vec<&str> { rel.iter().copied().chain([k]).collect() };
     match kinds.as_slice() {
         [] => {

@@ -163,7 +163,7 @@ async fn a_silent_reply_delivers_nothing_and_exits_0() {
     let o = p.run_async(["run", "watch"]).await;
     o.success().stdout_is("");
     assert!(
-        o.stderr.starts_with("running watch...\n  · file_list: .\n  ✓ file_list: .routines/\nrun 1: silent in "),
+        o.stderr.starts_with("running watch...\n  · file_list: .\n  ✓ file_list: routines/\nrun 1: silent in "),
         "{o}"
     );
     assert!(o.stderr.ends_with(" · 2 model calls · 30 tokens (nothing to report; nothing delivered)\n"), "{o}");
