@@ -1,7 +1,9 @@
 //! Variables that hold secrets (`*_env` names), where they are written, and what `validate`
-//! says when one is unset: an error where the daemon or a run refuses or cannot work without
-//! it, a warning where only a later step needs it. Loading never reads them: a routine loads
-//! whatever the environment holds, and the daemon says at start what it lacks.
+//! says when one is unset. `validate` often runs where the secrets are not (a laptop, CI), so an
+//! unset variable is a warning that says what the daemon or a run would do without it; only a
+//! contradiction within the environment `validate` sees (an SMTP username without its password,
+//! which stops every run there) is an error. Loading never reads them: a routine loads whatever
+//! the environment holds, and the daemon says at start what it lacks.
 
 use super::Locator;
 use crate::config::{Config, Env, ProviderSettings, StoreSettings};
@@ -31,7 +33,7 @@ pub fn unset_secrets(config: &Config, routines: &[NamedSecret], env: &dyn Env) -
     (errors.sorted(), warnings.sorted())
 }
 /// `secret_env` and `token_env` of each webhook of a loaded routine: while unset, the route
-/// refuses every request.
+/// refuses every request (a warning: the daemon's environment may hold it).
 pub(super) fn of_webhooks(routine: &Routine, at: &Locator) -> Vec<NamedSecret> {
     let mut out = Vec::new();
     for (i, w) in routine.spec.triggers.iter().enumerate().filter_map(|(i, t)| Some((i, t.webhook.as_ref()?))) {
@@ -39,12 +41,12 @@ pub(super) fn of_webhooks(routine: &Routine, at: &Locator) -> Vec<NamedSecret> {
         for (field, var) in [("secret_env", &w.secret_env), ("token_env", &w.token_env)] {
             let Some(var) = var else { continue };
             let message = format!(
-                "`{field}` names ${var}, which is not set: the webhook {} refuses every request until it is",
+                "warning: `{field}` names ${var}, which is not set: the webhook {} refuses every request without it",
                 w.path
             );
             let hint = format!("export {var} in the daemon's environment (e.g. `openssl rand -hex 32`)");
             let unset = at.error(&["on", &idx, "webhook", field], message).with_hint(hint);
-            out.push(NamedSecret { var: var.clone(), unset, warning: false });
+            out.push(NamedSecret { var: var.clone(), unset, warning: true });
         }
     }
     out
@@ -66,8 +68,8 @@ fn of_config(config: &Config, source: &SourceMap, set: &dyn Fn(&str) -> bool) ->
     };
     named(
         &["server", "token_env"],
-        false,
-        "the daemon does not start",
+        true,
+        "the daemon does not start while it is unset",
         "export VAR with a long random token (e.g. `openssl rand -hex 32`), or remove token_env",
     );
     if config.provider.api_key.is_none() {
