@@ -361,6 +361,7 @@ pub(crate) fn apply(conn: &mut Connection, migrations: &[(i64, &str)]) -> Result
         return Err(StoreError::NewerSchema { found, supported });
     }
     let mut version = found;
+    let mut applied = 0;
     for &(v, sql) in migrations.iter().filter(|(v, _)| *v > found) {
         // IMMEDIATE takes the write lock up front, and the version is read
         // again under it, so two processes opening the same file at once
@@ -379,11 +380,23 @@ pub(crate) fn apply(conn: &mut Connection, migrations: &[(i64, &str)]) -> Result
             Ok(true)
         };
         if run(conn).map_err(|cause| StoreError::Migration { version: v, cause })? {
-            tracing::info!(version = v, "applied database migration");
+            tracing::debug!(version = v, "applied database migration");
+            applied += 1;
         }
         version = v;
     }
+    log_applied(found, version, applied);
     Ok(version)
+}
+
+/// One line for a schema brought up to date at open: a new database is created at `version`,
+/// an older one is migrated from `found` (each step is logged at DEBUG).
+pub(crate) fn log_applied(found: i64, version: i64, applied: usize) {
+    match (applied, found) {
+        (0, _) => {}
+        (_, 0) => tracing::info!(version, "Created the database schema (version {version})."),
+        _ => tracing::info!(from = found, version, "Migrated the database schema from version {found} to {version}."),
+    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,10 @@ async fn logs_each_run(json: bool) {
     let running = p.command(args).spawn().await;
     running.wait_for_stderr("the ready line", |l| l.contains("routines daemon: 1 routine(s)")).await;
     running.wait_for_http(&format!("http://127.0.0.1:{port}/healthz"), 200).await;
+    // A new database is one line, not a line per migration.
+    let log = running.stderr();
+    assert_eq!(log.matches("Created the database schema (version ").count(), 1, "{log}");
+    assert!(!log.contains("applied database migration"), "{log}");
 
     mock.push(text("done").with_usage(11, 7));
     post(port).await;

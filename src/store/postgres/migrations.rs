@@ -279,6 +279,7 @@ pub(crate) fn apply(pg: &Pg, migrations: &'static [(i64, &'static str)]) -> Resu
             return Err(StoreError::NewerSchema { found, supported });
         }
         let mut version = found;
+        let mut applied = 0;
         for &(v, sql) in migrations.iter().filter(|(v, _)| *v > found) {
             let step = async {
                 let tx = c.transaction().await?;
@@ -297,12 +298,16 @@ pub(crate) fn apply(pg: &Pg, migrations: &'static [(i64, &'static str)]) -> Resu
                 Ok::<_, tokio_postgres::Error>(true)
             };
             match step.await {
-                Ok(true) => tracing::info!(version = v, "applied database migration"),
+                Ok(true) => {
+                    tracing::debug!(version = v, "applied database migration");
+                    applied += 1;
+                }
                 Ok(false) => {}
                 Err(cause) => return Err(StoreError::PostgresMigration { version: v, cause }),
             }
             version = v;
         }
+        crate::store::migrations::log_applied(found, version, applied);
         Ok(version)
     })
 }
