@@ -22,7 +22,7 @@ pub struct Cli {
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
-    /// Colour in the output: `auto` on a terminal unless NO_COLOR is set.
+    /// Colour in the output (auto: on a terminal, unless NO_COLOR is set).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
 
@@ -193,10 +193,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// When to colour the output.
+/// When to colour the output (the help of `--color` says what each does: a value with help of
+/// its own would turn `routines --help` into the long layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// On a terminal, unless NO_COLOR is set.
     Auto,
     Always,
     Never,
