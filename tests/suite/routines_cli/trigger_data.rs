@@ -57,16 +57,22 @@ async fn a_webhook_routine_runs_by_hand_with_a_body_from_stdin_and_headers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_file_routine_gets_the_file_given_as_its_path_and_body() {
+async fn a_file_routine_gets_the_file_given_as_its_path() {
     let mock = mock().await;
     let p = Routines::project(&mock.base_url(), "");
-    p.write("routines/inbox.yaml", "on: [{ file: { paths: [\"inbox/*.csv\"] } }]\nprompt: \"New {{ trigger.event }} {{ trigger.path }}: {{ trigger.body }}\"\n")
-        .write("inbox/a.csv", "x,y\n");
+    p.write(
+        "routines/inbox.yaml",
+        "on: [{ file: { paths: [\"inbox/*.csv\"] } }]\nprompt: \"New {{ trigger.event }} {{ trigger.path }}\"\n",
+    )
+    .write("inbox/a.csv", "x,y\n");
     let o = p.run_async(["run", "inbox", "--body", "inbox/a.csv", "--dry-run", "--json"]).await;
     o.success();
     let prompt = o.json()["prompt"].as_str().unwrap().to_string();
-    assert!(prompt.starts_with("New create "), "{prompt}");
-    assert!(prompt.contains("inbox/a.csv") && prompt.contains("x,y"), "{prompt}");
+    // The fields a file event sets in the daemon (`trigger.body` is a webhook's only, and
+    // `validate` refuses it in a routine with only file triggers).
+    // The path is fenced as data from outside, as a file event's is.
+    assert!(prompt.starts_with("New create <untrusted_data"), "{prompt}");
+    assert!(prompt.contains(">inbox/a.csv</untrusted_data>"), "{prompt}");
     assert_eq!(mock.request_count(), 0);
 }
 

@@ -87,7 +87,19 @@ const OPEN: &[(&str, i64)] = &[
 /// Replies beyond the script, each the last answer again.
 const PADDING: usize = 8;
 
+/// Held while a task whose site is served on a fixed port plays (`site: { port: N }` in its
+/// task.yaml, for prompts that name the URL): the four tests of this file play every task at
+/// the same time, and two servers cannot listen on one port.
+static FIXED_PORT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether the shipped task `name` serves its site on a fixed port.
+fn fixed_port(name: &str) -> bool {
+    let task = format!("{}/evals/{name}/task.yaml", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(task).is_ok_and(|t| t.lines().any(|l| l.starts_with("site:") && l.contains("port:")))
+}
+
 async fn play(task: &Task, engine: &str) -> Seen {
+    let _port = if fixed_port(task.name) { Some(FIXED_PORT.lock().await) } else { None };
     let answer = task
         .script
         .iter()
