@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 
+use super::check;
 use super::{
     AgentSettings, ConfigFile, Duration, HeartbeatSettings, Language, LimitSettings, MailSettings, SecuritySettings,
     ServerSettings, ToolCallMode,
 };
-use super::check;
 use crate::diag::Diagnostics;
 use crate::yaml::{self, SourceMap};
 
