@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
 
+use super::check;
 use super::{
     AgentSettings, ConfigFile, Duration, HeartbeatSettings, Language, LimitSettings, MailSettings, SecuritySettings,
-    ServerSettings, ToolCallMode, parse_time,
+    ServerSettings, ToolCallMode,
 };
-use crate::diag::{Diagnostic, Diagnostics, did_you_mean};
+use crate::diag::Diagnostics;
 use crate::yaml::{self, SourceMap};
 
 /// Where environment variables come from. Tests pass a map instead of
@@ -299,197 +300,20 @@ fn resolve(
     if let Ok(window) = raw.heartbeat.greeting_window() {
         raw.heartbeat.greeting.fit(window.length());
     }
-    let mut diags = Diagnostics::default();
-    let mut problem = |path: &[&str], message: String, hint: Option<String>| {
-        let d = match source {
-            Some(s) => s.error_at(path, message),
-            None => Diagnostic::new(Path::new("<defaults>"), 1, 1, message),
-        };
-        diags.push(match hint {
-            Some(h) => d.with_hint(h),
-            None => d,
-        });
-    };
-
-    let timezone = match raw.timezone.as_deref() {
-        None => Tz::UTC,
-        Some(name) => match name.parse::<Tz>() {
-            Ok(tz) => tz,
-            Err(_) => {
-                problem(&["timezone"], format!("unknown time zone `{name}`"), Some(zone_hint(name)));
-                Tz::UTC
-            }
-        },
-    };
-
-    let p = &raw.provider;
-    if let Some(url) = &p.base_url {
-        check_url(url, &mut |m, h| problem(&["provider", "base_url"], m, h));
-    }
-    if !(0.0..=2.0).contains(&p.temperature) {
-        problem(
-            &["provider", "temperature"],
-            format!("temperature {} is out of range", p.temperature),
-            Some("use a value from 0 to 2".into()),
-        );
-    }
-    check_env_name(&p.api_key_env, &mut |m, h| problem(&["provider", "api_key_env"], m, h));
-    if p.timeout.get().is_zero() {
-        problem(&["provider", "timeout"], "timeout must be longer than 0s".into(), None);
-    }
-    if p.context_window == Some(0) {
-        problem(
-            &["provider", "context_window"],
-            "context_window must be at least 1".into(),
-            Some("the model's context in tokens, e.g. 8192; leave it out to use what the server reports".into()),
-        );
-    }
-    if raw.agent.max_iterations == 0 {
-        problem(&["agent", "max_iterations"], "max_iterations must be at least 1".into(), None);
-    }
-    for (i, name) in raw.agent.assist_off.iter().enumerate() {
-        if !super::assist::is_assist(name) {
-            let hint = super::assist::unknown_hint(name);
-            problem(&["agent", "assist_off", &i.to_string()], format!("unknown assist `{name}`"), Some(hint));
-        }
-    }
-    if raw.agent.history_limit < 2 {
-        problem(
-            &["agent", "history_limit"],
-            "history_limit must be at least 2".into(),
-            Some("a turn needs at least the question and the answer".into()),
-        );
-    }
-    match raw.server.listen.parse::<std::net::SocketAddr>() {
-        Err(_) => problem(
-            &["server", "listen"],
-            format!("`{}` is not an address with a port", raw.server.listen),
-            Some("write it as IP:PORT, e.g. 127.0.0.1:8787".into()),
-        ),
-        // The status page shows every run's prompt and output: beyond loopback it needs a token.
-        Ok(addr) if !addr.ip().is_loopback() && raw.server.token_env.is_none() => problem(
-            &["server", "listen"],
-            format!("`{}` listens beyond this machine but the status page has no token", raw.server.listen),
-            Some(
-                "set server.token_env to the name of a variable holding a long random token, or listen on 127.0.0.1"
-                    .into(),
-            ),
-        ),
-        Ok(_) => {}
-    }
-    if let Some(var) = &raw.server.token_env {
-        check_env_name(var, &mut |m, h| problem(&["server", "token_env"], m, h));
-    }
-    if raw.limits.max_concurrent_runs == 0 {
-        problem(&["limits", "max_concurrent_runs"], "max_concurrent_runs must be at least 1".into(), None);
-    }
-    if raw.limits.max_queued == 0 {
-        problem(&["limits", "max_queued"], "max_queued must be at least 1".into(), None);
-    }
-    if raw.limits.queue_window == Some(0) {
-        problem(&["limits", "queue_window"], "queue_window must be at least 1".into(), None);
-    }
-    if raw.limits.min_agent_interval.get() < std::time::Duration::from_secs(1) {
-        problem(
-            &["limits", "min_agent_interval"],
-            format!("min_agent_interval {} is shorter than 1s", raw.limits.min_agent_interval),
-            Some("the default is 15m".into()),
-        );
-    }
-    for (i, pattern) in raw.mail.iter().flat_map(|m| m.allowed_recipients.iter()).enumerate() {
-        if let Err(e) = super::recipients::check_pattern(pattern) {
-            let hint = "write an address (ops@example.com) or every address of one domain (*@example.com)";
-            problem(&["mail", "allowed_recipients", &i.to_string()], e.to_string(), Some(hint.into()));
-        }
-    }
-    if let Some(h) = &raw.heartbeat.active_hours {
-        for (field, value) in [("start", &h.start), ("end", &h.end)] {
-            if parse_time(value).is_none() {
-                problem(
-                    &["heartbeat", "active_hours", field],
-                    format!("`{value}` is not a time of day"),
-                    Some("write it as HH:MM, e.g. 08:00".into()),
-                );
-            }
-        }
-    }
-    let greeting = &raw.heartbeat.greeting;
-    if greeting.enabled {
-        if greeting.max_per_day() == 0 {
-            problem(
-                &["heartbeat", "greeting", "max_per_day"],
-                "max_per_day must be at least 1".into(),
-                Some("set `enabled: false` to send no greetings".into()),
-            );
-        } else if let Ok(window) = raw.heartbeat.greeting_window() {
-            let length = window.length();
-            let gap = chrono::TimeDelta::from_std(greeting.min_gap().get()).unwrap_or(chrono::TimeDelta::MAX);
-            let needed = gap.checked_mul(i32::try_from(greeting.max_per_day() - 1).unwrap_or(i32::MAX));
-            if needed.is_none_or(|n| n >= length) {
-                let fit = (length.num_seconds() - 1) / gap.num_seconds().max(1) + 1;
-                let hours = format!("{}–{}", window.start.format("%H:%M"), window.end.format("%H:%M"));
-                problem(
-                    &["heartbeat", "greeting", "max_per_day"],
-                    format!(
-                        "{} greetings at least {} apart do not fit in the greeting hours {hours}",
-                        greeting.max_per_day(),
-                        greeting.min_gap()
-                    ),
-                    Some(format!("at most {fit} fit; lower max_per_day or min_gap, or widen heartbeat.active_hours")),
-                );
-            }
-        }
-    }
-    check_env_name(&raw.store.url_env, &mut |m, h| problem(&["store", "url_env"], m, h));
-    if raw.cluster.lease.get() < std::time::Duration::from_secs(1) {
-        problem(
-            &["cluster", "lease"],
-            format!("lease {} is too short: a node renews it every quarter of it", raw.cluster.lease),
-            Some("use at least 1s; the default is 30s".into()),
-        );
-    } else if raw.cluster.max_skew().get() >= raw.cluster.lease.get() {
-        problem(
-            &["cluster", "max_skew"],
-            format!("max_skew {} must be shorter than lease {}", raw.cluster.max_skew(), raw.cluster.lease),
-            Some("leave max_skew unset to use its default: 5s, or a sixth of lease when that is shorter".into()),
-        );
-    }
-    let mut secret_vars = vec![p.api_key_env.clone(), raw.store.url_env.clone()];
-    secret_vars.extend(raw.server.token_env.iter().cloned());
-    if let Some(smtp) = raw.mail.as_ref().and_then(|m| m.smtp.as_ref()) {
-        for (field, var) in [("username_env", &smtp.username_env), ("password_env", &smtp.password_env)] {
-            if let Some(var) = var {
-                check_env_name(var, &mut |m, h| problem(&["mail", "smtp", field], m, h));
-                secret_vars.push(var.clone());
-            }
-        }
-    }
-    if !diags.is_empty() {
-        return Err(ConfigError::Invalid(diags.sorted()));
-    }
+    let checked = check::settings(&raw, source).map_err(|diags| ConfigError::Invalid(diags.sorted()))?;
 
     let at = |p: Option<PathBuf>, default: &str| -> PathBuf {
         let p = p.unwrap_or_else(|| PathBuf::from(default));
         base.join(expand_tilde(&p, env))
     };
-    let home = env.var("HOME").map(PathBuf::from);
-    let forbidden_paths = raw
-        .security
-        .forbidden_paths
-        .iter()
-        .map(|p| {
-            let p = expand_tilde(Path::new(p), env);
-            if p.is_absolute() { p } else { home.clone().unwrap_or_else(|| base.to_path_buf()).join(p) }
-        })
-        .collect();
-
+    let forbidden_paths = forbidden_paths(&raw.security, base, env);
     let protected_paths =
         raw.security.protected_paths.iter().map(|p| base.join(expand_tilde(Path::new(p), env))).collect();
 
     Ok(Config {
         file: file.map(Path::to_path_buf),
         base_dir: base.to_path_buf(),
-        timezone,
+        timezone: checked.timezone,
         language: raw.language,
         data_dir: at(raw.data_dir, ".routines"),
         routines_dir: at(raw.routines_dir, "routines"),
@@ -508,10 +332,24 @@ fn resolve(
         store: raw.store,
         cluster: raw.cluster,
         heartbeat: raw.heartbeat,
-        secret_vars,
+        secret_vars: checked.secret_vars,
         inline_routines: raw.routines,
         source: source.cloned(),
     })
+}
+
+/// Forbidden paths: `~` is the home folder, and a relative path is under it too
+/// (under the config's folder when there is no home).
+fn forbidden_paths(security: &SecuritySettings, base: &Path, env: &dyn Env) -> Vec<PathBuf> {
+    let home = env.var("HOME").map(PathBuf::from);
+    security
+        .forbidden_paths
+        .iter()
+        .map(|p| {
+            let p = expand_tilde(Path::new(p), env);
+            if p.is_absolute() { p } else { home.clone().unwrap_or_else(|| base.to_path_buf()).join(p) }
+        })
+        .collect()
 }
 
 /// Environment overrides: `ROUTINES_*` win over the file; `OPENAI_*` fill
@@ -544,35 +382,6 @@ fn provider_config(p: &super::ProviderSettings, env: &dyn Env) -> ProviderConfig
         tool_calls: p.tool_calls,
         max_retries: p.max_retries,
         vision: p.vision,
-    }
-}
-
-fn check_url(url: &str, report: &mut dyn FnMut(String, Option<String>)) {
-    match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-        Ok(u) => report(format!("base_url has scheme `{}`", u.scheme()), Some("use an http:// or https:// URL".into())),
-        Err(e) => {
-            report(format!("base_url `{url}` is not a URL: {e}"), Some("for example http://127.0.0.1:11434/v1".into()))
-        }
-    }
-}
-
-fn check_env_name(name: &str, report: &mut dyn FnMut(String, Option<String>)) {
-    let valid = !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if !valid || name.starts_with("sk-") {
-        report(
-            "this must be the name of an environment variable, not a secret".into(),
-            Some("put the secret in a variable, e.g. export OPENAI_API_KEY=..., and write its name here".into()),
-        );
-    }
-}
-
-fn zone_hint(name: &str) -> String {
-    match did_you_mean(name, chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())) {
-        Some(best) => format!("did you mean `{best}`?"),
-        None => "use an IANA zone name such as Europe/Berlin or Asia/Shanghai".into(),
     }
 }
 

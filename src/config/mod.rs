@@ -8,6 +8,7 @@
 //! against the config file's folder.
 
 pub mod assist;
+mod check;
 mod duration;
 mod hours;
 mod limits;

@@ -39,7 +39,59 @@ pub async fn run(
 ) -> Result<(), DaemonError> {
     let config = engine.config.clone();
     let engine = Arc::new(engine);
-    let max = usize::try_from(config.limits.max_concurrent_runs).unwrap_or(usize::MAX);
+    let (mut scheduler, routines) = start_scheduler(&engine, loaded, &clock)?;
+    let dispatcher = scheduler.dispatcher.clone();
+    let (signals_tx, signals_rx) = unbounded_channel::<Signal>();
+    let files = watch_files(&config, &routines, signals_tx.clone())?;
+    let flushed = (files.watcher.clone(), files.poller.clone());
+    let http = listen(&config, &dispatcher, &routines).await?;
+    let tasks = Background::start(&engine, &clock, &dispatcher, &http.stop)?;
+
+    // Hot reload; what changed also goes to the watchers and the webhook table.
+    let reload_watch = watch_routine_files(&config, signals_tx.clone());
+    scheduler.on_change = Some(follow_changes(files.watcher, files.poller, http.table, http.page_routines));
+    announce_started(routines.len(), &http.address);
+
+    let db_gone = http.db_gone;
+    let stop = async move {
+        tokio::select! {
+            () = stop => {}
+            () = db_gone.cancelled() => {}
+        }
+    };
+    // A file change still in its debounce fires as the daemon stops, and reaches the scheduler
+    // before it returns, which queues it for the next start rather than dropping it.
+    scheduler.run_loop(signals_rx, stop, last_fires(flushed, files.barrier)).await;
+
+    tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
+    drop(reload_watch);
+    http.stop.cancel();
+    tasks.join().await;
+    scheduler.on_change = None;
+    dispatcher.shut_down(config.limits.shutdown_grace.get(), &hurry).await;
+    if let Err(e) = engine.store.leave_cluster() {
+        tracing::warn!(error = %e, "Could not leave the cluster; other nodes take this node's queued fires once its lease lapses.");
+    }
+    match tokio::time::timeout(Duration::from_secs(5), http.server).await {
+        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "The webhook listener stopped with an error."),
+        Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),
+        _ => {}
+    }
+    super::announce("routines daemon: stopped");
+    match http.db.reason() {
+        Some(why) => Err(DaemonError::DatabaseGone(why.to_string())),
+        None => Ok(()),
+    }
+}
+
+/// The timer loop and its dispatcher with the loaded routines, joined to the cluster and
+/// with the runs a stopped process left behind recovered; returns the routines it schedules.
+fn start_scheduler(
+    engine: &Arc<Engine>,
+    loaded: LoadedRoutines,
+    clock: &Arc<dyn Clock>,
+) -> Result<(Scheduler, Vec<Arc<Routine>>), DaemonError> {
+    let max = usize::try_from(engine.config.limits.max_concurrent_runs).unwrap_or(usize::MAX);
     let dispatcher = Dispatcher::new(engine.clone(), clock.clone(), max);
     let mut scheduler = Scheduler::new(dispatcher.clone(), clock.clone());
     for d in &loaded.diagnostics.0 {
@@ -51,17 +103,38 @@ pub async fn run(
     scheduler.recover()?;
     release_freed_memory();
     let routines = dispatcher.routines.read().map(|m| m.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    Ok((scheduler, routines))
+}
 
-    let (signals_tx, signals_rx) = unbounded_channel::<Signal>();
+/// File triggers: one watcher on events, one polling for triggers with `poll`.
+struct FileWatches {
+    watcher: Arc<Watcher>,
+    poller: Arc<Watcher>,
+    /// A request here is answered once every fire sent before it has been passed on.
+    barrier: UnboundedSender<oneshot::Sender<()>>,
+}
 
-    // File triggers: one watcher on events, one polling for triggers with `poll`.
-    let (files_tx, mut files_rx) = unbounded_channel::<FileFire>();
-    let (evented, polled, interval) = watch_specs(&routines);
+fn watch_files(
+    config: &Config,
+    routines: &[Arc<Routine>],
+    signals: UnboundedSender<Signal>,
+) -> Result<FileWatches, DaemonError> {
+    let (files_tx, files_rx) = unbounded_channel::<FileFire>();
+    let (evented, polled, interval) = watch_specs(routines);
     let watcher = Arc::new(Watcher::start(config.workspace.clone(), evented, files_tx.clone(), None)?);
     let poller = Arc::new(Watcher::start(config.workspace.clone(), polled, files_tx, Some(interval))?);
-    let forward = signals_tx.clone();
-    // A request on `barrier` is answered once every fire sent before it has been passed on.
-    let (barrier, mut barriers) = unbounded_channel::<oneshot::Sender<()>>();
+    let (barrier, barriers) = unbounded_channel::<oneshot::Sender<()>>();
+    forward_file_fires(files_rx, barriers, signals);
+    Ok(FileWatches { watcher, poller, barrier })
+}
+
+/// Passes each file fire on to the timer loop as a fire, and answers each barrier request
+/// once the fires sent before it have been passed on.
+fn forward_file_fires(
+    mut files_rx: mpsc::UnboundedReceiver<FileFire>,
+    mut barriers: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    forward: UnboundedSender<Signal>,
+) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -81,13 +154,42 @@ pub async fn run(
             }
         }
     });
-    let flushed = (watcher.clone(), poller.clone());
+}
 
-    // Webhooks, /healthz and /metrics. Idle connections must not starve the rest of the
-    // daemon of file descriptors.
+/// Waits until the file watchers have sent what they hold and the fires sent so far have
+/// been passed on to the timer loop.
+async fn last_fires(watchers: (Arc<Watcher>, Arc<Watcher>), barrier: UnboundedSender<oneshot::Sender<()>>) {
+    watchers.0.flush().await;
+    watchers.1.flush().await;
+    let (passed, answered) = oneshot::channel();
+    if barrier.send(passed).is_ok() {
+        let _ = answered.await;
+    }
+}
+
+/// The listener of webhooks, /healthz, /metrics and the status page, and what it shares
+/// with the rest of the daemon.
+struct Listening {
+    address: String,
+    table: RouteTable,
+    page_routines: RoutineList,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Stops the listener and every task beside the timer loop.
+    stop: CancellationToken,
+    /// Cancelled when the database file disappears.
+    db_gone: CancellationToken,
+    db: super::db_watch::DbGone,
+}
+
+async fn listen(
+    config: &Config,
+    dispatcher: &Arc<Dispatcher>,
+    routines: &[Arc<Routine>],
+) -> Result<Listening, DaemonError> {
+    // Idle connections must not starve the rest of the daemon of file descriptors.
     let open_files = webhook::raise_open_files_limit();
     tracing::debug!(open_files, "Open files limit.");
-    let table = RouteTable::new(routes(&routines, &ProcessEnv));
+    let table = RouteTable::new(routes(routines, &ProcessEnv));
     let listener = tokio::net::TcpListener::bind(&config.server.listen)
         .await
         .map_err(|source| DaemonError::Listen { address: config.server.listen.clone(), source })?;
@@ -97,15 +199,10 @@ pub async fn run(
         rate_per_second: config.server.rate_limit,
         burst: config.server.rate_burst,
     };
-    let server_stop = CancellationToken::new();
+    let stop = CancellationToken::new();
     let db_gone = CancellationToken::new();
     let location = Location::resolve(&config.store.url_env, config.store_url(&ProcessEnv), config.database_path())?;
-    // Only a database file can disappear under the daemon; a PostgreSQL server reports its
-    // own failures as errors of each write.
-    let db = match &location {
-        Location::Sqlite(path) => super::db_watch::watch(path, db_gone.clone(), server_stop.clone()),
-        Location::Postgres { .. } => super::db_watch::DbGone::default(),
-    };
+    let db = watch_database(&location, &db_gone, &stop);
     let intake: Arc<dyn Intake> = Arc::new(DaemonIntake {
         dispatcher: dispatcher.clone(),
         writer: start_writer(dispatcher.clone()),
@@ -115,57 +212,111 @@ pub async fn run(
     // The status page, with a store connection of its own, beside the webhooks.
     let token = config.ui_token(&ProcessEnv)?;
     let page_routines = RoutineList::new(routines.iter().cloned());
-    let page_store = Store::open_at(&location)?.with_scrub(Arc::new(Redactor::for_config(&config, &ProcessEnv)));
+    let page_store = Store::open_at(&location)?.with_scrub(Arc::new(Redactor::for_config(config, &ProcessEnv)));
     let page = StatusState::new(page_store, page_routines.clone(), config.timezone, token.clone())?;
     let server = {
-        let stop = server_stop.clone();
+        let stop = stop.clone();
         let router = webhook::router(table.clone(), intake, settings, token).merge(status::router(page));
         let limits = webhook::Limits::default();
         tokio::spawn(
             async move { webhook::serve(listener, router, async move { stop.cancelled().await }, limits).await },
         )
     };
+    Ok(Listening { address, table, page_routines, server, stop, db_gone, db })
+}
 
-    // Failed deliveries, attempted again with backoff (and, at start, those
-    // a stopped process left behind).
-    let retries = tokio::spawn(super::redeliver::run_loop(
-        engine.clone(),
-        clock.clone(),
-        super::redeliver::Backoff::default(),
-        server_stop.clone(),
-    ));
+/// Only a database file can disappear under the daemon; a PostgreSQL server reports its
+/// own failures as errors of each write.
+fn watch_database(location: &Location, gone: &CancellationToken, stop: &CancellationToken) -> super::db_watch::DbGone {
+    match location {
+        Location::Sqlite(path) => super::db_watch::watch(path, gone.clone(), stop.clone()),
+        Location::Postgres { .. } => super::db_watch::DbGone::default(),
+    }
+}
 
-    // The history within `history`: pruned now (after the recovery above) and every hour.
-    let pruning = tokio::spawn(super::prune::run_loop(engine.clone(), super::prune::PRUNE_EVERY, server_stop.clone()));
+/// The tasks beside the timer loop, each ending once the listener's `stop` is cancelled.
+struct Background {
+    retries: tokio::task::JoinHandle<()>,
+    pruning: tokio::task::JoinHandle<()>,
+    sweeps: Option<tokio::task::JoinHandle<()>>,
+    owners: Option<tokio::task::JoinHandle<()>>,
+    beats: Option<tokio::task::JoinHandle<()>>,
+    greetings: Option<tokio::task::JoinHandle<()>>,
+}
 
-    // In a cluster: the work of nodes whose lease lapsed, taken over.
-    let sweeps = engine.store.is_shared().then(|| {
-        let lease = config.cluster.lease.get();
-        let every = super::cluster::sweep_interval(lease);
-        tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, lease, server_stop.clone()))
-    });
+impl Background {
+    fn start(
+        engine: &Arc<Engine>,
+        clock: &Arc<dyn Clock>,
+        dispatcher: &Arc<Dispatcher>,
+        stop: &CancellationToken,
+    ) -> Result<Self, DaemonError> {
+        let config = &engine.config;
+        // Failed deliveries, attempted again with backoff (and, at start, those
+        // a stopped process left behind).
+        let retries = tokio::spawn(super::redeliver::run_loop(
+            engine.clone(),
+            clock.clone(),
+            super::redeliver::Backoff::default(),
+            stop.clone(),
+        ));
 
-    // Runs of a process that was still ending at start, judged again once it has ended.
-    let owners = super::owners::watch(dispatcher.clone(), server_stop.clone())?;
+        // The history within `history`: pruned now (after the recovery above) and every hour.
+        let pruning = tokio::spawn(super::prune::run_loop(engine.clone(), super::prune::PRUNE_EVERY, stop.clone()));
 
-    // Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),
-    // and greetings at the day's planned times.
-    let beats = config.heartbeat.enabled.then(|| {
-        let stop = server_stop.clone();
+        // In a cluster: the work of nodes whose lease lapsed, taken over.
+        let sweeps = engine.store.is_shared().then(|| {
+            let lease = config.cluster.lease.get();
+            let every = super::cluster::sweep_interval(lease);
+            tokio::spawn(super::cluster::sweep_loop(dispatcher.clone(), every, lease, stop.clone()))
+        });
+
+        // Runs of a process that was still ending at start, judged again once it has ended.
+        let owners = super::owners::watch(dispatcher.clone(), stop.clone())?;
+
+        let (beats, greetings) = start_heartbeat(engine, clock, stop);
+        Ok(Background { retries, pruning, sweeps, owners, beats, greetings })
+    }
+
+    /// Waits for every task to end.
+    async fn join(self) {
+        let _ = self.retries.await;
+        for task in [self.beats, self.greetings, self.sweeps, self.owners, Some(self.pruning)].into_iter().flatten() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Heartbeat check-ins, at multiples of `heartbeat.every` (like `every`),
+/// and greetings at the day's planned times.
+fn start_heartbeat(
+    engine: &Arc<Engine>,
+    clock: &Arc<dyn Clock>,
+    stop: &CancellationToken,
+) -> (Option<tokio::task::JoinHandle<()>>, Option<tokio::task::JoinHandle<()>>) {
+    let beats = engine.config.heartbeat.enabled.then(|| {
+        let stop = stop.clone();
         let engine = engine.clone();
         let clock = clock.clone();
         tokio::spawn(async move { crate::heartbeat::run_loop(engine, clock, stop).await })
     });
-    let greetings = config.heartbeat.greeting.enabled.then(|| {
-        let stop = server_stop.clone();
+    let greetings = engine.config.heartbeat.greeting.enabled.then(|| {
+        let stop = stop.clone();
         let engine = engine.clone();
         let clock = clock.clone();
         tokio::spawn(async move { crate::heartbeat::greeting::run_loop(engine, clock, stop).await })
     });
+    (beats, greetings)
+}
 
-    // Hot reload; what changed also goes to the watchers and the webhook table.
-    let reload_watch = watch_routine_files(&config, signals_tx.clone());
-    scheduler.on_change = Some(Box::new(move |routines: &HashMap<String, Arc<Routine>>| {
+/// What a reload changed goes to the file watchers, the webhook table and the status page.
+fn follow_changes(
+    watcher: Arc<Watcher>,
+    poller: Arc<Watcher>,
+    table: RouteTable,
+    page_routines: RoutineList,
+) -> super::OnChange {
+    Box::new(move |routines: &HashMap<String, Arc<Routine>>| {
         let list: Vec<Arc<Routine>> = routines.values().cloned().collect();
         let (evented, polled, _) = watch_specs(&list);
         if let Err(e) = watcher.update(evented).and_then(|()| poller.update(polled)) {
@@ -173,58 +324,18 @@ pub async fn run(
         }
         table.replace(routes(&list, &ProcessEnv));
         page_routines.replace(list);
-    }));
+    })
+}
 
+fn announce_started(routines: usize, address: &str) {
     tracing::info!(
-        routines = routines.len(),
+        routines,
         listen = %address,
         "Daemon started; the status page, webhooks, /healthz and /metrics on http://{address}."
     );
     super::announce(&format!(
-        "routines daemon: {} routine(s); listening on http://{address}; stop with Ctrl-C",
-        routines.len()
+        "routines daemon: {routines} routine(s); listening on http://{address}; stop with Ctrl-C"
     ));
-
-    let stop = async move {
-        tokio::select! {
-            () = stop => {}
-            () = db_gone.cancelled() => {}
-        }
-    };
-    // A file change still in its debounce fires as the daemon stops, and reaches the scheduler
-    // before it returns, which queues it for the next start rather than dropping it.
-    let last_fires = async move {
-        flushed.0.flush().await;
-        flushed.1.flush().await;
-        let (passed, answered) = oneshot::channel();
-        if barrier.send(passed).is_ok() {
-            let _ = answered.await;
-        }
-    };
-    scheduler.run_loop(signals_rx, stop, last_fires).await;
-
-    tracing::info!("Stopping: no new fires; running runs get {}.", config.limits.shutdown_grace);
-    drop(reload_watch);
-    server_stop.cancel();
-    let _ = retries.await;
-    for task in [beats, greetings, sweeps, owners, Some(pruning)].into_iter().flatten() {
-        let _ = task.await;
-    }
-    scheduler.on_change = None;
-    dispatcher.shut_down(config.limits.shutdown_grace.get(), &hurry).await;
-    if let Err(e) = engine.store.leave_cluster() {
-        tracing::warn!(error = %e, "Could not leave the cluster; other nodes take this node's queued fires once its lease lapses.");
-    }
-    match tokio::time::timeout(Duration::from_secs(5), server).await {
-        Ok(Ok(Err(e))) => tracing::warn!(error = %e, "The webhook listener stopped with an error."),
-        Err(_) => tracing::warn!("The webhook listener did not stop within 5 s."),
-        _ => {}
-    }
-    super::announce("routines daemon: stopped");
-    match db.reason() {
-        Some(why) => Err(DaemonError::DatabaseGone(why.to_string())),
-        None => Ok(()),
-    }
 }
 
 /// Loading thousands of routine files leaves freed parser memory in the

@@ -19,7 +19,7 @@ mod takeover;
 mod tests;
 mod window;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -35,7 +35,7 @@ use crate::routine::{Overlap, Routine, TriggerContext};
 use crate::store::{
     FireClaim, NewFire, NewRun, PausedFire, QueuedFire, RunKind, RunOutcome, RunStatus, StoreError, reason,
 };
-use window::State;
+use window::{Lane, State};
 
 /// Why a queued fire of a routine that went away is recorded skipped.
 const REMOVED_WHY: &str = "the routine was removed or disabled before this fire started";
@@ -199,10 +199,6 @@ impl Dispatcher {
         let Ok(mut state) = self.state.lock() else {
             return fires.iter().map(|_| Err(StoreError::Poisoned)).collect();
         };
-        let mut planned: Vec<Planned> = Vec::new();
-        // The places in `planned` of each routine's fires: a tick of 10,000 routines must not
-        // scan the whole batch for each fire.
-        let mut planned_of: HashMap<String, Vec<usize>> = HashMap::new();
         // Asked at every batch, so a pause or resume from another process counts at once.
         let paused = match self.engine.store.paused_routines() {
             Ok(paused) => paused,
@@ -211,64 +207,135 @@ impl Dispatcher {
                 return fires.iter().map(|_| Err(StoreError::Batch(message.clone()))).collect();
             }
         };
+        let planned = self.plan(&mut state, &fires, &paused, &mut results);
+        let claimed = match self.claim_planned(&fires, &planned) {
+            Ok(ids) => ids,
+            Err(e) => {
+                state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
+                drop(state);
+                let message = e.to_string();
+                for (i, ..) in &planned {
+                    results[*i] = Some(Err(StoreError::Batch(message.clone())));
+                }
+                return answers(results);
+            }
+        };
+        let (start, rearm) = self.place_claimed(&mut state, &fires, planned, claimed, &mut results);
+        state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
+        drop(state);
+        for (fire, cancel) in start {
+            self.spawn(fire, cancel);
+        }
+        if rearm {
+            self.wake_pump();
+        }
+        answers(results)
+    }
+
+    /// Applies `overlap` to each fire of a batch, against the routine's runs and the fires of
+    /// the batch planned before it, and returns the fires to claim. A fire of an unknown or
+    /// paused routine, or one that `overlap` skips, gets its result here.
+    fn plan(
+        &self,
+        state: &mut State,
+        fires: &[IncomingFire],
+        paused: &HashSet<String>,
+        results: &mut [Option<Result<Accepted, StoreError>>],
+    ) -> Vec<Planned> {
+        let mut planned: Vec<Planned> = Vec::new();
+        // The places in `planned` of each routine's fires: a tick of 10,000 routines must not
+        // scan the whole batch for each fire.
+        let mut planned_of: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, fire) in fires.iter().enumerate() {
             let Some(routine) = self.routine(&fire.routine) else {
                 results[i] = Some(Err(StoreError::RunNotFound(0)));
                 continue;
             };
             if paused.contains(&routine.name) {
-                let why = format!("`{}` is paused; `routines resume {}` fires it again", routine.name, routine.name);
-                let recorded = self.engine.store.record_paused_fire(&PausedFire {
-                    routine: &routine.name,
-                    trigger: fire.trigger.kind(),
-                    scheduled_for: fire.trigger.scheduled_for(),
-                    why: &why,
-                });
-                results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
+                results[i] = Some(self.record_paused(&routine, fire));
                 continue;
             }
             let lane = state.lanes.entry(routine.name.clone()).or_default();
             let planned_here: Vec<&Cancel> =
                 planned_of.get(&routine.name).into_iter().flatten().map(|&at| &planned[at].3).collect();
-            let waiting = lane.waiting_count() + planned_here.len();
-            let activity = Activity {
-                active: !lane.running.is_empty() || waiting > 0,
-                run: lane.running.keys().min().copied(),
-                waiting: waiting > 0,
-            };
-            match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
-                Admission::Skip(why) => {
-                    let recorded = self.record_skip(&routine, fire, reason::OVERLAP, &why.to_string());
-                    results[i] = Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)));
-                    continue;
-                }
-                Admission::Replace => {
-                    let why = format!("replaced by a newer fire of `{}` (overlap: replace)", routine.name);
-                    for cancel in lane.running.values().chain(lane.waiting.values()).chain(planned_here) {
-                        cancel.cancel(reason::REPLACED, why.clone());
-                    }
-                    // Fires that wait only in the database end there.
-                    if lane.unloaded > 0 {
-                        match self.engine.store.skip_queued_fires(&routine.name, &lane.held(), reason::REPLACED, &why) {
-                            Ok(_) => {
-                                self.less_pending(lane.unloaded);
-                                lane.unloaded = 0;
-                            }
-                            Err(e) => {
-                                tracing::error!(routine = %routine.name, error = %e, "Could not skip the replaced fires.")
-                            }
-                        }
-                    }
-                }
-                // A fire that may start or must wait takes its turn in `take_turn`.
-                Admission::Start | Admission::Queue => {}
+            if let Some(skipped) = self.admit(lane, &routine, fire, planned_here) {
+                results[i] = Some(skipped);
+                continue;
             }
             let not_before = self.jittered(&routine, fire.trigger.scheduled_for());
             planned_of.entry(routine.name.clone()).or_default().push(planned.len());
             planned.push((i, routine, not_before, Cancel::default(), fire.trigger.to_stored()));
         }
-        // `overlap: skip` also holds against runs of other processes (`routines run`): the claim
-        // checks the database for them in the same transaction.
+        planned
+    }
+
+    /// Records a fire of a paused routine as skipped.
+    fn record_paused(&self, routine: &Routine, fire: &IncomingFire) -> Result<Accepted, StoreError> {
+        let why = format!("`{}` is paused; `routines resume {}` fires it again", routine.name, routine.name);
+        let recorded = self.engine.store.record_paused_fire(&PausedFire {
+            routine: &routine.name,
+            trigger: fire.trigger.kind(),
+            scheduled_for: fire.trigger.scheduled_for(),
+            why: &why,
+        });
+        recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped))
+    }
+
+    /// `overlap` for one fire against the routine's runs and waiting fires and those of the
+    /// batch planned before it (`planned_here`): `Some` with the fire's result when it is
+    /// skipped, `None` when it is to be claimed.
+    fn admit(
+        &self,
+        lane: &mut Lane,
+        routine: &Routine,
+        fire: &IncomingFire,
+        planned_here: Vec<&Cancel>,
+    ) -> Option<Result<Accepted, StoreError>> {
+        let waiting = lane.waiting_count() + planned_here.len();
+        let activity = Activity {
+            active: !lane.running.is_empty() || waiting > 0,
+            run: lane.running.keys().min().copied(),
+            waiting: waiting > 0,
+        };
+        match overlap::admit(&routine.name, routine.spec.overlap, activity, fire.catch_up) {
+            Admission::Skip(why) => {
+                let recorded = self.record_skip(routine, fire, reason::OVERLAP, &why.to_string());
+                Some(recorded.map(|id| id.map_or(Accepted::Duplicate, Accepted::Skipped)))
+            }
+            Admission::Replace => {
+                self.replace(lane, &routine.name, planned_here);
+                None
+            }
+            // A fire that may start or must wait takes its turn in `take_turn`.
+            Admission::Start | Admission::Queue => None,
+        }
+    }
+
+    /// `overlap: replace`: cancels the routine's runs, its waiting fires and those of the
+    /// batch planned before (`planned_here`).
+    fn replace(&self, lane: &mut Lane, name: &str, planned_here: Vec<&Cancel>) {
+        let why = format!("replaced by a newer fire of `{name}` (overlap: replace)");
+        for cancel in lane.running.values().chain(lane.waiting.values()).chain(planned_here) {
+            cancel.cancel(reason::REPLACED, why.clone());
+        }
+        // Fires that wait only in the database end there.
+        if lane.unloaded > 0 {
+            match self.engine.store.skip_queued_fires(name, &lane.held(), reason::REPLACED, &why) {
+                Ok(_) => {
+                    self.less_pending(lane.unloaded);
+                    lane.unloaded = 0;
+                }
+                Err(e) => {
+                    tracing::error!(routine = %name, error = %e, "Could not skip the replaced fires.")
+                }
+            }
+        }
+    }
+
+    /// Claims the planned fires in one transaction. `overlap: skip` also holds against runs of
+    /// other processes (`routines run`): the claim checks the database for them in the same
+    /// transaction.
+    fn claim_planned(&self, fires: &[IncomingFire], planned: &[Planned]) -> Result<Vec<FireClaim>, StoreError> {
         let skip_whys: Vec<Option<String>> = planned
             .iter()
             .map(|(i, routine, ..)| {
@@ -289,19 +356,21 @@ impl Dispatcher {
                 key: fires[*i].key.as_deref(),
             })
             .collect();
-        let claimed = match self.engine.store.claim_fires(&claims) {
-            Ok(ids) => ids,
-            Err(e) => {
-                state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
-                drop(state);
-                let message = e.to_string();
-                for (i, ..) in &planned {
-                    results[*i] = Some(Err(StoreError::Batch(message.clone())));
-                }
-                return results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect();
-            }
-        };
-        drop(claims);
+        self.engine.store.claim_fires(&claims)
+    }
+
+    /// Gives each claimed fire its result and its place: skipped when a later fire of the batch
+    /// replaced it, held in memory when the window has room, or else left in the database for
+    /// the pump. Returns the fires to start once the lock is released, and whether the pump
+    /// must look again.
+    fn place_claimed(
+        &self,
+        state: &mut State,
+        fires: &[IncomingFire],
+        planned: Vec<Planned>,
+        claimed: Vec<FireClaim>,
+        results: &mut [Option<Result<Accepted, StoreError>>],
+    ) -> (Vec<(QueuedFire, Cancel)>, bool) {
         let now = self.clock.now();
         let mut start = Vec::new();
         let mut rearm = false;
@@ -338,22 +407,14 @@ impl Dispatcher {
             };
             if !self.cluster && state.may_hold(&fire, now, self.window) {
                 state.hold(&fire, cancel.clone());
-                self.promote(&mut state, &fire.routine);
+                self.promote(state, &fire.routine);
                 start.push((fire, cancel));
             } else {
                 // In a cluster the pump claims it, here or on another node.
                 rearm |= state.spill(&fire, now) || self.cluster;
             }
         }
-        state.drop_empty_lanes(fires.iter().map(|f| f.routine.as_str()));
-        drop(state);
-        for (fire, cancel) in start {
-            self.spawn(fire, cancel);
-        }
-        if rearm {
-            self.wake_pump();
-        }
-        results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect()
+        (start, rearm)
     }
 
     /// The earliest start of a fire: its instant (or now) plus a random
@@ -496,3 +557,8 @@ impl Dispatcher {
 /// A fire of a batch about to be claimed: its index in the batch, its
 /// routine, `not_before`, its cancellation and its context as JSON text.
 type Planned = (usize, Arc<Routine>, Option<DateTime<Utc>>, Cancel, String);
+
+/// Each fire's result, in the order of the batch; a fire that got none was not found.
+fn answers(results: Vec<Option<Result<Accepted, StoreError>>>) -> Vec<Result<Accepted, StoreError>> {
+    results.into_iter().map(|r| r.unwrap_or(Err(StoreError::RunNotFound(0)))).collect()
+}
