@@ -344,7 +344,8 @@ impl Store {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::store::migrations::{MIGRATIONS, apply};
+    use crate::store::migrations::apply;
+    use crate::store::schema::MIGRATIONS;
     use crate::store::testing::{Kind, each_backend, execute};
     use crate::store::{NewRun, RunKind, RunStatus};
 

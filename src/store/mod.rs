@@ -9,7 +9,7 @@
 //! On SQLite the store owns one connection behind a mutex; clones share it. Opening a
 //! store sets the pragmas (WAL journal, `busy_timeout` 5 s, foreign keys on,
 //! `synchronous = NORMAL`) and applies pending migrations from
-//! [`migrations::MIGRATIONS`], each in its own transaction. Applied versions
+//! [`schema::MIGRATIONS`] (one list, both dialects), each in its own transaction. Applied versions
 //! are recorded in the `schema_migrations` table (not `PRAGMA user_version`).
 //!
 //! Timestamps are stored as RFC 3339 text in UTC with millisecond precision
@@ -29,6 +29,7 @@ pub(crate) mod prune;
 mod queue;
 mod runs;
 mod schedule;
+pub mod schema;
 mod scrub;
 mod status;
 #[cfg(test)]
@@ -405,7 +406,7 @@ mod tests {
         let store = Store::open(&path).unwrap();
         assert!(path.exists());
         assert_eq!(store.path(), Some(path.as_path()));
-        assert_eq!(store.schema_version().unwrap(), migrations::latest_version());
+        assert_eq!(store.schema_version().unwrap(), schema::latest_version());
         assert_eq!(
             table_names(&store),
             [
@@ -433,7 +434,7 @@ mod tests {
                 s.query_map([], |r| r.get(0))?.collect()
             })
             .unwrap();
-        let expected: Vec<i64> = migrations::MIGRATIONS.iter().map(|(v, _)| *v).collect();
+        let expected: Vec<i64> = schema::MIGRATIONS.iter().map(|m| m.version).collect();
         assert_eq!(rows, expected);
     }
 
@@ -459,14 +460,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.db");
         let store = Store::open(&path).unwrap();
-        let future = migrations::latest_version() + 3;
+        let future = schema::latest_version() + 3;
         store
             .with_conn(|c| c.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, 'x')", [future]))
             .unwrap();
         drop(store);
         match Store::open(&path) {
             Err(StoreError::NewerSchema { found, supported }) => {
-                assert_eq!((found, supported), (future, migrations::latest_version()));
+                assert_eq!((found, supported), (future, schema::latest_version()));
             }
             other => panic!("expected NewerSchema, got {other:?}"),
         }
@@ -475,8 +476,8 @@ mod tests {
     #[test]
     fn failed_migration_rolls_back_and_names_version() {
         let mut conn = Connection::open_in_memory().unwrap();
-        let list: &[(i64, &str)] =
-            &[(1, "CREATE TABLE a (x INTEGER);"), (2, "CREATE TABLE b (y INTEGER); THIS IS NOT SQL;")];
+        let step = |version, sqlite| schema::Migration { version, name: "test", sqlite, postgres: "" };
+        let list = &[step(1, "CREATE TABLE a (x INTEGER);"), step(2, "CREATE TABLE b (y INTEGER); THIS IS NOT SQL;")];
         match migrations::apply(&mut conn, list) {
             Err(StoreError::Migration { version, .. }) => assert_eq!(version, 2),
             other => panic!("expected Migration error, got {other:?}"),
