@@ -123,7 +123,8 @@ async fn needs_a_look_has_one_line_per_routine_and_recent_times_say_their_direct
         site.store.finish_run(id, &RunOutcome::new(RunStatus::Failed, Some(error))).unwrap();
         id
     };
-    let newest = (1..=4).map(|n| fail(format!("disk full {n}"))).last().unwrap();
+    let ids: Vec<i64> = (1..=4).map(|n| fail(format!("disk full {n}"))).collect();
+    let newest = ids[3];
     let seeded = site.store.get_run(site.seeded.failed_run).unwrap().unwrap();
     let in_window = chrono::Utc::now() - seeded.created_at < chrono::Duration::hours(24);
     let failures = 4 + usize::from(in_window);
