@@ -6,7 +6,7 @@ use routines::config::Config;
 use routines::routine::schedule::next_fires;
 use routines::routine::{LoadedRoutines, fired_by};
 use routines::status::format::first_line;
-use routines::store::{RunFilter, RunRow, RunStatus, Store};
+use routines::store::{DeliveryStatus, RunFilter, RunRow, RunStatus, Store};
 use serde_json::{Value, json};
 
 use super::{find, print_json, progress, recorded, table};
@@ -298,10 +298,18 @@ pub fn show(config: &Config, what: &str, json_out: bool) -> Result<(), Error> {
     }
     if !deliveries.is_empty() {
         outln!("\ndeliveries:")?;
+        // With no SMTP server configured, a delivered mail only reached the outbox folder.
+        let outbox_only = routines::delivery::configured_smtp(config).is_none();
         for d in &deliveries {
             let err = d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default();
             let status = d.status.as_str();
-            outln!("  {} {}  {}{}", d.kind, d.target, style::status(status, status), err)?;
+            let words = match d.status {
+                DeliveryStatus::Delivered if outbox_only && d.kind == "mail" => {
+                    "queued in the outbox (no SMTP configured)"
+                }
+                _ => status,
+            };
+            outln!("  {} {}  {}{}", d.kind, d.target, style::status(status, words), err)?;
         }
     }
     if let Some(o) = &run.output {
