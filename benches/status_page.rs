@@ -237,7 +237,7 @@ fn main() {
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     // The page reads through a connection of its own, as the daemon will give it.
-    let state = StatusState::new(Store::open(&db).unwrap(), routines, chrono_tz::Europe::Berlin, None).unwrap();
+    let state = StatusState::new(Store::open(&db).unwrap(), routines, chrono_tz::Europe::Berlin, None, true).unwrap();
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     rt.spawn(async move { axum::serve(listener, router(state)).await.unwrap() });

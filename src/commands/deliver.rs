@@ -30,6 +30,9 @@ pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(
         }
         if !json_out {
             match (&r.status, &r.error) {
+                (DeliveryStatus::Delivered, _) if r.in_outbox => {
+                    eprintln!("queued     run {}  {} {} in the outbox (no SMTP configured)", d.run_id, d.kind, d.target)
+                }
                 (DeliveryStatus::Delivered, _) => eprintln!("delivered  run {}  {} {}", d.run_id, d.kind, d.target),
                 (status, e) => eprintln!(
                     "{:<10} run {}  {} {}: {}",
@@ -42,7 +45,7 @@ pub async fn retry(config: &Config, uncertain: bool, json_out: bool) -> Result<(
             }
         }
         results.push(
-            json!({"run_id": d.run_id, "target": d.target, "kind": d.kind, "status": r.status, "error": r.error}),
+            json!({"run_id": d.run_id, "target": d.target, "kind": d.kind, "status": r.status, "error": r.error, "in_outbox": r.in_outbox}),
         );
     }
     if json_out {

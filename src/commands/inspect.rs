@@ -6,7 +6,7 @@ use routines::config::Config;
 use routines::routine::schedule::next_fires;
 use routines::routine::{LoadedRoutines, fired_by};
 use routines::status::format::first_line;
-use routines::store::{RunFilter, RunRow, RunStatus, Store};
+use routines::store::{DeliveryStatus, RunFilter, RunRow, RunStatus, Store};
 use serde_json::{Value, json};
 
 use super::{find, print_json, progress, recorded, table};
@@ -270,6 +270,9 @@ pub fn show(config: &Config, what: &str, json_out: bool) -> Result<(), Error> {
         run.completion_tokens,
         run.iterations
     )?;
+    if let Some(data) = detail.trigger_context.as_deref().and_then(trigger_data) {
+        outln!("\ntrigger data:\n{data}")?;
+    }
     if let Some(p) = &detail.prompt {
         outln!("\nprompt:\n{}", indent(p))?;
     }
@@ -295,10 +298,18 @@ pub fn show(config: &Config, what: &str, json_out: bool) -> Result<(), Error> {
     }
     if !deliveries.is_empty() {
         outln!("\ndeliveries:")?;
+        // With no SMTP server configured, a delivered mail only reached the outbox folder.
+        let outbox_only = routines::delivery::configured_smtp(config).is_none();
         for d in &deliveries {
             let err = d.error.as_deref().map(|e| format!("  ({e})")).unwrap_or_default();
             let status = d.status.as_str();
-            outln!("  {} {}  {}{}", d.kind, d.target, style::status(status, status), err)?;
+            let words = match d.status {
+                DeliveryStatus::Delivered if outbox_only && d.kind == "mail" => {
+                    "queued in the outbox (no SMTP configured)"
+                }
+                _ => status,
+            };
+            outln!("  {} {}  {}{}", d.kind, d.target, style::status(status, words), err)?;
         }
     }
     if let Some(o) = &run.output {
@@ -308,6 +319,37 @@ pub fn show(config: &Config, what: &str, json_out: bool) -> Result<(), Error> {
         outln!("\nerror:\n{}", indent(e))?;
     }
     Ok(())
+}
+
+/// Lines of trigger data `show` prints, and characters of each, before cutting it with a mark;
+/// `show --json` has it all.
+const TRIGGER_DATA_LINES: usize = 40;
+const TRIGGER_DATA_WIDTH: usize = 200;
+
+/// What the trigger gave the run beyond its kind (a webhook's or `run --body`'s body and
+/// headers, a file event's path), as indented JSON cut at [`TRIGGER_DATA_LINES`] lines of
+/// [`TRIGGER_DATA_WIDTH`] characters; `None` when it gave nothing more.
+fn trigger_data(context: &str) -> Option<String> {
+    let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(context) else { return None };
+    fields.remove("kind");
+    if fields.is_empty() {
+        return None;
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(fields)).ok()?;
+    let lines: Vec<String> = text.lines().map(|l| cut(l, TRIGGER_DATA_WIDTH)).collect();
+    let mut shown = indent(&lines[..lines.len().min(TRIGGER_DATA_LINES)].join("\n"));
+    if let n @ 1.. = lines.len().saturating_sub(TRIGGER_DATA_LINES) {
+        shown.push_str(&format!("\n  … {n} more line(s); `routines show --json` has all of it"));
+    }
+    Some(shown)
+}
+
+/// `line` cut to `max` characters with an ellipsis.
+fn cut(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
 }
 
 fn indent(text: &str) -> String {

@@ -213,7 +213,8 @@ async fn listen(
     let token = config.ui_token(&ProcessEnv)?;
     let page_routines = RoutineList::new(routines.iter().cloned());
     let page_store = Store::open_at(&location)?.with_scrub(Arc::new(Redactor::for_config(config, &ProcessEnv)));
-    let page = StatusState::new(page_store, page_routines.clone(), config.timezone, token.clone())?;
+    let outbox_only = crate::delivery::configured_smtp(config).is_none();
+    let page = StatusState::new(page_store, page_routines.clone(), config.timezone, token.clone(), outbox_only)?;
     let server = {
         let stop = stop.clone();
         let router = webhook::router(table.clone(), intake, settings, token).merge(status::router(page));

@@ -28,6 +28,8 @@ pub struct Retried {
     pub row: DeliveryRow,
     pub status: DeliveryStatus,
     pub error: Option<String>,
+    /// Delivered to the outbox folder only, as [`DeliveryReport::in_outbox`].
+    pub in_outbox: bool,
 }
 
 /// The command that sends an uncertain delivery again.
@@ -64,9 +66,7 @@ impl Deliverer {
                     }
                 }
             };
-            let in_outbox = status == DeliveryStatus::Delivered
-                && row.kind == "mail"
-                && matches!(self.mailer.transport(), super::mail::Transport::Outbox(_));
+            let in_outbox = self.in_outbox(&row, status);
             reports.push(DeliveryReport { target: row.target, status, error, in_outbox });
         }
         reports
@@ -91,10 +91,19 @@ impl Deliverer {
                 continue;
             };
             if let Some((status, error)) = ended {
-                done.push(Retried { row: d, status, error });
+                let in_outbox = self.in_outbox(&d, status);
+                done.push(Retried { row: d, status, error, in_outbox });
             }
         }
         Ok(done)
+    }
+
+    /// Whether `row`, ended `status`, is a mail that only reached the outbox folder: delivered
+    /// while no SMTP server is configured.
+    fn in_outbox(&self, row: &DeliveryRow, status: DeliveryStatus) -> bool {
+        status == DeliveryStatus::Delivered
+            && row.kind == "mail"
+            && matches!(self.mailer.transport(), super::mail::Transport::Outbox(_))
     }
 
     /// A delivery left `sending` by a process that is gone: its attempt was cut off, before or

@@ -25,6 +25,7 @@ use crate::store::Store;
 pub use attempts::{DeliveryReport, Retried};
 pub use error::{DeliveryError, Kept};
 pub use plan::Planned;
+pub use setup::configured_smtp;
 
 /// A delivery rendered and ready to attempt (stored as the row's payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::mail::{self, Mailer, SmtpOptions};
 use super::{Deliverer, DeliveryError};
-use crate::config::{Config, Env, MailTransport, SmtpSecurity};
+use crate::config::{Config, Env, MailTransport, SmtpSecurity, SmtpSettings};
 use crate::policy::Redactor;
 use crate::routine::template::Templates;
 use crate::store::Store;
@@ -21,9 +21,7 @@ impl Deliverer {
         templates: Arc<Templates>,
     ) -> Result<Deliverer, DeliveryError> {
         let outbox = config.data_dir.join("outbox");
-        let smtp =
-            config.mail.as_ref().filter(|m| m.transport != Some(MailTransport::Outbox)).and_then(|m| m.smtp.as_ref());
-        let mailer = match smtp {
+        let mailer = match configured_smtp(config) {
             Some(s) => {
                 let extra_root_pem = match &s.ca_file {
                     Some(f) => {
@@ -69,4 +67,10 @@ impl Deliverer {
 /// The sender of mail deliveries: `mail.from`, or routines@localhost.
 fn mail_from(config: &Config) -> String {
     config.mail.as_ref().map_or_else(|| "Routines <routines@localhost>".to_string(), |m| m.from.clone())
+}
+
+/// The SMTP server mail goes to; `None` when mail is only written to the outbox folder (no
+/// `mail.smtp`, or `transport: outbox`).
+pub fn configured_smtp(config: &Config) -> Option<&SmtpSettings> {
+    config.mail.as_ref().filter(|m| m.transport != Some(MailTransport::Outbox)).and_then(|m| m.smtp.as_ref())
 }

@@ -17,24 +17,30 @@ where
     t.with_timezone(zone).format("%Y-%m-%d %H:%M:%S %:z").to_string()
 }
 
-/// `3 min ago`, `in 2 h`, `just now`: how far `t` is from `now`.
+/// `3 min ago`, `in 20 s`, `now`: how far `t` is from `now`, in the past or the future, so a
+/// fire 20 s ahead never reads as if it had happened.
 pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (t - now).num_seconds();
     let span = span(secs.unsigned_abs());
     match secs {
-        -59..=59 => "just now".to_string(),
+        0 => "now".to_string(),
         s if s < 0 => format!("{span} ago"),
         _ => format!("in {span}"),
     }
 }
 
-/// A span in its largest unit: `45 s`, `12 min`, `3 h`, `2 d`.
+/// A span in its largest unit, rounded to the nearest: `45 s`, `12 min`, `3 h`, `2 d`; 150 s
+/// is `3 min` and 3,570 s `1 h`, not `2 min` and `59 min`.
 fn span(secs: u64) -> String {
-    match secs {
-        0..60 => format!("{secs} s"),
-        60..3600 => format!("{} min", secs / 60),
-        3600..86_400 => format!("{} h", secs / 3600),
-        _ => format!("{} d", secs / 86_400),
+    let nearest = |unit: u64| (secs + unit / 2) / unit;
+    if secs < 60 {
+        format!("{secs} s")
+    } else if nearest(60) < 60 {
+        format!("{} min", nearest(60))
+    } else if nearest(3600) < 24 {
+        format!("{} h", nearest(3600))
+    } else {
+        format!("{} d", nearest(86_400))
     }
 }
 
@@ -137,8 +143,12 @@ mod tests {
     fn relative_times_name_the_direction() {
         let now = DateTime::parse_from_rfc3339("2025-03-01T12:00:00Z").unwrap().with_timezone(&Utc);
         let at = |s: i64| now + chrono::Duration::seconds(s);
-        assert_eq!(relative(at(-30), now), "just now");
+        assert_eq!(relative(at(20), now), "in 20 s", "a fire ahead reads as ahead");
+        assert_eq!(relative(at(-20), now), "20 s ago");
+        assert_eq!(relative(at(0), now), "now");
+        assert_eq!(relative(at(150), now), "in 3 min", "rounded to the nearest minute");
         assert_eq!(relative(at(-600), now), "10 min ago");
+        assert_eq!(relative(at(3570), now), "in 1 h", "59.5 min is an hour, not 59 min");
         assert_eq!(relative(at(7200), now), "in 2 h");
         assert_eq!(relative(at(-3 * 86_400), now), "3 d ago");
     }

@@ -4,7 +4,7 @@
 //!
 //! | path | page |
 //! |---|---|
-//! | `GET /` | the routines: triggers, next fire in its zone, paused, last status, a sparkline of recent runs; failures of the last day on top |
+//! | `GET /` | the routines: triggers, next fire in its zone (`in 20 s`, `3 min ago`: rounded to the nearest unit), paused, last status, a sparkline of recent runs; on top, a line per routine with failures in the last day (how many, the newest with its error) |
 //! | `GET /runs?routine=&status=&before=&after=` | recent runs, filtered and paged by id (keyset) |
 //! | `GET /runs/{id}` | one run: trigger context, prompt, every model and tool call, output, deliveries, earlier attempts |
 //! | `GET /charts` | runs per day by status and tokens per day over 14 days, p50/p95 duration per routine |
@@ -100,6 +100,8 @@ struct Inner {
     zone: Tz,
     token: Option<Secret>,
     pages: render::Pages,
+    /// No SMTP server is configured: a delivered mail only reached the outbox folder.
+    mail_outbox: bool,
 }
 
 impl std::fmt::Debug for StatusState {
@@ -117,10 +119,18 @@ impl StatusState {
     /// The state of the pages: `store` (a connection of its own keeps page
     /// reads off the daemon's writes; WAL lets them run side by side),
     /// `routines`, the engine's `zone` (times are shown in it) and the token
-    /// every request must carry, if any.
-    pub fn new(store: Store, routines: RoutineList, zone: Tz, token: Option<Secret>) -> Result<Self, StatusError> {
+    /// every request must carry, if any. `mail_outbox` when no SMTP server is configured
+    /// (`delivery::configured_smtp`): a delivered mail then reads "queued in the outbox (no SMTP
+    /// configured)", as `routines run` says it.
+    pub fn new(
+        store: Store,
+        routines: RoutineList,
+        zone: Tz,
+        token: Option<Secret>,
+        mail_outbox: bool,
+    ) -> Result<Self, StatusError> {
         let pages = render::Pages::new()?;
-        Ok(StatusState { inner: Arc::new(Inner { store, routines, zone, token, pages }) })
+        Ok(StatusState { inner: Arc::new(Inner { store, routines, zone, token, pages, mail_outbox }) })
     }
 
     /// The routine list the daemon replaces on reload.

@@ -105,6 +105,23 @@ async fn a_message_the_server_could_not_take_waits_in_the_outbox_and_is_sent_onc
     assert!(outbox(&p).is_empty(), "sent messages leave the outbox");
 }
 
+/// A kept message retried after the SMTP settings were taken out goes to the outbox folder only,
+/// and `deliver --retry` says so rather than "delivered".
+#[tokio::test]
+async fn a_retry_without_smtp_says_the_mail_was_queued_in_the_outbox() {
+    let mock = MockLlm::start().await;
+    let (p, _port) = run_with_the_server_down(&mock).await;
+    let config = p.read("routines.yaml");
+    let without_smtp: String = config.lines().filter(|l| !l.contains("smtp:")).map(|l| format!("{l}\n")).collect();
+    assert_ne!(config, without_smtp, "the project's SMTP line was not found");
+    p.write("routines.yaml", &without_smtp);
+    let o = p.run(["deliver", "--retry"]);
+    o.success().stderr_is(
+        "queued     run 1  mail ops@example.com, Lead <lead@example.com> in the outbox (no SMTP configured)\n",
+    );
+    assert_eq!(outbox(&p).len(), 1);
+}
+
 /// Waits (up to 30 s) until run 1's first delivery satisfies `done`.
 async fn wait_for_delivery(engine: &Engine, what: &str, done: impl Fn(&DeliveryRow) -> bool) -> DeliveryRow {
     let row = || engine.store.deliveries(1).unwrap().remove(0);

@@ -99,6 +99,83 @@ async fn the_page_follows_reloaded_routines_and_new_runs() {
     assert!(page.contains("Fired by hand, with no further context."), "{page}");
 }
 
+/// A run of `routine` fired by hand just now, running.
+fn fired_by_hand(site: &Site, routine: &str) -> i64 {
+    use routines::store::{NewRun, RunKind, RunStatus};
+    let new = NewRun {
+        kind: RunKind::Routine,
+        routine: Some(routine.into()),
+        trigger: "manual".into(),
+        scheduled_for: None,
+        status: RunStatus::Running,
+    };
+    site.store.create_run(&new).unwrap()
+}
+
+/// Four failures of one routine within the hour are one line of "Needs a look" that counts
+/// them and shows the newest; times of a minute ago read as past, not "just now".
+#[tokio::test]
+async fn needs_a_look_has_one_line_per_routine_and_recent_times_say_their_direction() {
+    use routines::store::{RunOutcome, RunStatus};
+    let site = Site::start(None).await;
+    let fail = |error: String| {
+        let id = fired_by_hand(&site, "nightly-backup");
+        site.store.finish_run(id, &RunOutcome::new(RunStatus::Failed, Some(error))).unwrap();
+        id
+    };
+    let ids: Vec<i64> = (1..=4).map(|n| fail(format!("disk full {n}"))).collect();
+    let newest = ids[3];
+    let seeded = site.store.get_run(site.seeded.failed_run).unwrap().unwrap();
+    let in_window = chrono::Utc::now() - seeded.created_at < chrono::Duration::hours(24);
+    let failures = 4 + usize::from(in_window);
+
+    let (_, home) = get(&site, "/").await;
+    let section = home.split("class=\"attention\"").nth(1).expect("a Needs a look section");
+    let section = section.split("</section>").next().unwrap();
+    let lines: Vec<&str> = section.split("<li>").skip(1).filter(|l| l.contains("nightly-backup")).collect();
+    assert_eq!(lines.len(), 1, "one line for the routine: {section}");
+    assert!(lines[0].contains(&format!("href=\"/runs/{newest}\"")), "it links the newest failure: {}", lines[0]);
+    assert!(lines[0].contains("disk full 4"), "with the newest error: {}", lines[0]);
+    assert!(
+        lines[0].contains(&format!(">{failures} failures</a>"))
+            && lines[0].contains("href=\"/runs?routine=nightly-backup\""),
+        "and how many, linked to the routine's runs: {}",
+        lines[0]
+    );
+    assert!(!home.contains("just now"), "a time says whether it is past or ahead: {home}");
+    assert!(lines[0].contains(" s ago</span>") || lines[0].contains("· now</span>"), "{}", lines[0]);
+}
+
+/// With no SMTP configured, a delivered mail only reached the outbox folder: its run page says
+/// so in the words `routines run` uses, and a delivered file still reads "delivered".
+#[tokio::test]
+async fn a_mail_that_only_reached_the_outbox_says_so_on_its_run_page() {
+    use routines::store::{DeliveryStatus, NewDelivery, RunOutcome, RunStatus};
+    let site = Site::start(None).await;
+    let id = fired_by_hand(&site, "daily-report");
+    for (seq, (kind, target)) in [("mail", "ops@example.com"), ("file", "reports/daily.md")].into_iter().enumerate() {
+        let d = NewDelivery {
+            run_id: id,
+            seq: seq as u32,
+            kind,
+            target,
+            on_failure: false,
+            payload: "{}",
+            acted_on: &[],
+            failed: None,
+        };
+        let did = site.store.add_delivery(&d).unwrap();
+        site.store.set_delivery(did, DeliveryStatus::Delivered, None).unwrap();
+    }
+    site.store.finish_run(id, &RunOutcome::new(RunStatus::Succeeded, None)).unwrap();
+    let (status, page) = get(&site, &format!("/runs/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let rows: Vec<&str> = page.split("<tr class=\"delivery").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{page}");
+    assert!(rows[0].contains(">queued in the outbox (no SMTP configured)</span>"), "{}", rows[0]);
+    assert!(rows[1].contains(">delivered</span>"), "{}", rows[1]);
+}
+
 #[tokio::test]
 async fn runs_are_paged_by_id_without_gaps_or_repeats() {
     let site = Site::start(None).await;

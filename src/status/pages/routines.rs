@@ -1,6 +1,6 @@
 //! `GET /`: every routine with its triggers, next fire in its zone, state,
-//! last run and a sparkline of recent runs; above them, the runs of the
-//! last day that need a look.
+//! last run and a sparkline of recent runs; above them, one line per routine
+//! whose runs of the last day need a look.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -12,19 +12,21 @@ use crate::routine::Routine;
 use crate::routine::schedule::next_fires;
 use crate::status::svg::{self, Chart, Mark};
 use crate::status::{Inner, StatusError, StatusState, format};
-use crate::store::RunMark;
+use crate::store::{RunBrief, RunMark};
 
 /// How many recent runs a sparkline shows.
 const SPARK_RUNS: usize = 30;
 
-/// How far back "needs a look" goes, and how many it lists.
+/// How far back "needs a look" goes, how many routines it lists, and how many of the newest
+/// failures it counts at most.
 const ATTENTION_WINDOW_HOURS: i64 = 24;
 const ATTENTION_LIMIT: usize = 8;
+const ATTENTION_SCAN: usize = 1000;
 
 #[derive(Debug, Serialize)]
 struct View {
     routines: Vec<RoutineView>,
-    attention: Vec<RunItem>,
+    attention: Vec<Attention>,
     attention_hours: i64,
     counts: Counts,
 }
@@ -48,6 +50,17 @@ struct RoutineView {
     next: Option<NextFire>,
     last: Option<RunItem>,
     spark: Chart,
+}
+
+/// A routine in "needs a look": its failures in the window, one line however many there were.
+#[derive(Debug, Serialize)]
+struct Attention {
+    /// The newest failure: its routine, status, time, error and link.
+    newest: RunItem,
+    /// How many runs failed, timed out or were interrupted in the window: `3 failures`;
+    /// `1,000+ failures` past the scan.
+    failures: String,
+    runs_href: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -112,9 +125,37 @@ fn view(inner: &Inner) -> Result<View, StatusError> {
         });
     }
     let since = now - Duration::hours(ATTENTION_WINDOW_HOURS);
-    let attention =
-        inner.store.attention_runs(since, ATTENTION_LIMIT)?.iter().map(|b| RunItem::new(b, &inner.zone, now)).collect();
+    let failed = inner.store.attention_runs(since, ATTENTION_SCAN)?;
+    // Cut at the limit, older failures went uncounted: each count is then at least that.
+    let cut = failed.len() >= ATTENTION_SCAN;
+    let attention = group_attention(&failed)
+        .into_iter()
+        .take(ATTENTION_LIMIT)
+        .map(|(newest, n)| Attention {
+            failures: format!(
+                "{}{} failure{}",
+                format::count(n as u64),
+                if cut { "+" } else { "" },
+                if n == 1 && !cut { "" } else { "s" }
+            ),
+            runs_href: newest.routine.as_deref().map(runs_of),
+            newest: RunItem::new(newest, &inner.zone, now),
+        })
+        .collect();
     Ok(View { routines, attention, attention_hours: ATTENTION_WINDOW_HOURS, counts })
+}
+
+/// The failed runs `failed` (newest first) per routine, in the order of their newest failure:
+/// that failure and how many there were. Runs without a routine stay alone.
+fn group_attention(failed: &[RunBrief]) -> Vec<(&RunBrief, usize)> {
+    let mut groups: Vec<(&RunBrief, usize)> = Vec::new();
+    for run in failed {
+        match groups.iter_mut().find(|(first, _)| run.routine.is_some() && first.routine == run.routine) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((run, 1)),
+        }
+    }
+    groups
 }
 
 /// Each trigger in a few words; `manual` always comes last.

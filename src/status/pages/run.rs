@@ -12,7 +12,10 @@ use serde::Serialize;
 use super::{blocking, render, run_href, runs_of};
 use crate::status::render::message;
 use crate::status::{Inner, StatusError, StatusState, format};
-use crate::store::{DeliveryRow, EventRow, RunRow};
+use crate::store::{DeliveryRow, DeliveryStatus, EventRow, RunRow};
+
+/// What a mail delivered with no SMTP server configured did, in the words `routines run` uses.
+const QUEUED: &str = "queued in the outbox (no SMTP configured)";
 
 #[derive(Debug, Serialize)]
 struct View {
@@ -73,6 +76,8 @@ struct DeliveryView {
     kind: String,
     target: String,
     status: &'static str,
+    /// The status in words: a mail delivered with no SMTP configured was queued in the outbox.
+    status_words: String,
     failed: bool,
     attempts: u32,
     error: Option<String>,
@@ -136,7 +141,7 @@ fn view(inner: &Inner, id: i64) -> Result<Option<View>, StatusError> {
     let mut attempts = split_attempts(&events, run.started_at, detail.attempt, zone);
     let (attempt, last) = attempts.pop().map(|a| (a.number, a.events)).unwrap_or((1, Vec::new()));
     let failed_calls = last.iter().filter(|e| e.kind == "tool_call" && e.failed).count();
-    let deliveries = deliveries.iter().map(|d| delivery(d, zone)).collect();
+    let deliveries = deliveries.iter().map(|d| delivery(d, zone, inner.mail_outbox)).collect();
     Ok(Some(View {
         id,
         routine: run.routine.clone().unwrap_or_else(|| run.kind.as_str().to_string()),
@@ -242,11 +247,13 @@ fn event(e: &EventRow, zone: &Tz) -> EventView {
     }
 }
 
-fn delivery(d: &DeliveryRow, zone: &Tz) -> DeliveryView {
+fn delivery(d: &DeliveryRow, zone: &Tz, mail_outbox: bool) -> DeliveryView {
+    let queued = mail_outbox && d.kind == "mail" && d.status == DeliveryStatus::Delivered;
     DeliveryView {
         kind: d.kind.clone(),
         target: d.target.clone(),
         status: d.status.as_str(),
+        status_words: if queued { QUEUED.to_string() } else { format::words(d.status.as_str()) },
         failed: matches!(d.status.as_str(), "failed" | "uncertain"),
         attempts: d.attempts,
         error: d.error.clone().filter(|e| !e.is_empty()),

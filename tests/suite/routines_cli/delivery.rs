@@ -68,6 +68,10 @@ async fn a_delivery_outside_the_workspace_fails_alone() {
     assert!(!o.stderr.contains("delivered to ops@example.com"), "{o}");
     assert!(!p.path().join("leak.md").exists());
     assert_eq!(p.read("ws/kept.md"), "Report.\n");
+    p.run(["show", "1"])
+        .success()
+        .stdout_has("  mail ops@example.com  queued in the outbox (no SMTP configured)\n")
+        .stdout_has("  file kept.md  delivered\n");
     let show = p.show(1).await;
     assert_eq!(show["status"], "succeeded");
     let d = show["deliveries"].as_array().unwrap();

@@ -56,6 +56,36 @@ async fn a_webhook_routine_runs_by_hand_with_a_body_from_stdin_and_headers() {
     mock.assert_clean();
 }
 
+/// `show` prints the data a run was given by hand, indented like the prompt and cut when long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_prints_the_trigger_data_given_by_hand_cut_when_long() {
+    let mock = mock().await;
+    let p = Routines::project(&mock.base_url(), "");
+    p.write("routines/deploy-hook.yaml", HOOK);
+    mock.push(text("Deployed."));
+    let mut body = json!({"ref": "main"});
+    for i in 0..60 {
+        body[format!("k{i:02}")] = json!(i);
+    }
+    let o = p
+        .command(["run", "deploy-hook", "--body", "-", "--header", "X-Event: push"])
+        .stdin(&body.to_string())
+        .run_async()
+        .await;
+    o.success();
+    let o = p.run(["show", "1"]);
+    o.success()
+        .stdout_has("\ntrigger data:\n  {\n")
+        .stdout_has("\"x-event\": \"push\"")
+        .stdout_has(" more line(s); `routines show --json` has all of it\n");
+    let data = o.stdout.split("trigger data:\n").nth(1).unwrap().split("\nprompt:").next().unwrap();
+    assert_eq!(data.lines().count(), 41, "40 lines and the mark: {data}");
+    assert!(data.contains("\"k00\": 0") && !data.contains("k59"), "cut after 40 lines: {data}");
+    let body = data.lines().find(|l| l.starts_with("    \"body\": ")).expect("the body");
+    assert!(body.ends_with('…') && body.chars().count() == 2 + 200 + 1, "a long line is cut: {body}");
+    mock.assert_clean();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_routine_gets_the_file_given_as_its_path() {
     let mock = mock().await;
