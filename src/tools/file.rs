@@ -205,10 +205,23 @@ pub struct FileList;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileListArgs {
-    /// Directory relative to the workspace; default the workspace itself.
+    /// Directory relative to the workspace; default (or `/`) the workspace itself.
     pub path: Option<String>,
     /// List subdirectories too.
     pub recursive: Option<bool>,
+}
+
+impl FileListArgs {
+    /// The folder to list as the call names it: `.` when no path is given, and for `/`, which
+    /// a model writes for "the top of what I can see" (the 1.5B model listed `/` to describe
+    /// the workspace, was refused, and gave up): the host's root is never listable, so `/` has
+    /// no other meaning here. Any other absolute path is resolved as written.
+    fn folder(&self) -> String {
+        match self.path.as_deref().map(str::trim) {
+            None | Some("/") => ".".into(),
+            Some(p) => p.to_string(),
+        }
+    }
 }
 
 #[async_trait]
@@ -225,11 +238,11 @@ impl Tool for FileList {
     }
 
     fn info(&self, args: &FileListArgs) -> CallInfo {
-        CallInfo::new(args.path.clone().unwrap_or_else(|| ".".into()), Self::NAME)
+        CallInfo::new(args.folder(), Self::NAME)
     }
 
     async fn call(&self, args: FileListArgs, ctx: &ToolContext) -> Result<String, ToolError> {
-        let shown = args.path.clone().unwrap_or_else(|| ".".into());
+        let shown = args.folder();
         let opened = ctx.policy.fs().open_read(&shown).map_err(|e| open_failure(&shown, e))?;
         let meta = opened.file.metadata().map_err(|e| io_failure(&shown, &e))?;
         if !meta.is_dir() {
@@ -472,6 +485,8 @@ mod tests {
         std::fs::write(root.join("a.txt"), "a").unwrap();
         let c = ctx(&root);
         let flat = FileList.call(FileListArgs { path: None, recursive: None }, &c).await.unwrap();
+        let slash = FileList.call(FileListArgs { path: Some("/".into()), recursive: None }, &c).await.unwrap();
+        assert_eq!(slash, flat, "`/` lists the workspace, never the host's root");
         assert_eq!(flat, "a.txt (1 B)\nsub/");
         let deep = FileList.call(FileListArgs { path: None, recursive: Some(true) }, &c).await.unwrap();
         assert_eq!(deep, "a.txt (1 B)\nsub/\nsub/b.md (2 B)\n(3 entries: 2 files, 1 folder; by type: 1 .md, 1 .txt)");
